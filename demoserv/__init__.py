@@ -1,0 +1,67 @@
+"""demoserv: a read-only, paginated JSON API over a demoscene catalogue."""
+import logging
+import os
+from pathlib import Path
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from . import db, errors, rendering
+from .catalogue import cli as catalogue_cli
+from .catalogue import load_catalogue
+from .resources import BLUEPRINTS
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {
+    # The SQLite file served; a relative path is inside the instance folder.
+    "DATABASE": "demoserv.sqlite3",
+    # Base of every service_url: the public site whose pages the records mirror.
+    "SITE_URL": "https://demozoo.org",
+    # Catalogue folder loaded when DATABASE does not exist yet; "" disables it.
+    "SEED_DIR": str(Path(__file__).resolve().parent.parent / "seed"),
+    # Number of proxies in front whose X-Forwarded-Proto/-Host/-Port/-Prefix to trust.
+    "TRUSTED_PROXIES": 0,
+}
+
+
+def create_app(test_config=None):
+    """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
+    environment variables; a test config replaces the last two."""
+    app = Flask(__name__, instance_relative_config=True)
+    app.config.from_mapping(DEFAULTS)
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+        app.config.from_prefixed_env("DEMOSERV")
+    else:
+        app.config.from_mapping(test_config)
+    os.makedirs(app.instance_path, exist_ok=True)
+
+    db.init_app(app)
+    errors.init_app(app)
+    rendering.init_app(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    catalogue_cli.init_app(app)
+
+    _seed_first_run(app)
+    proxies = int(app.config["TRUSTED_PROXIES"])
+    if proxies:
+        app.wsgi_app = ProxyFix(
+            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies,
+            x_prefix=proxies,
+        )
+    return app
+
+
+def _seed_first_run(app):
+    """Build the database from the seed catalogue the first time the app starts."""
+    path = db.database_path(app)
+    seed = app.config["SEED_DIR"]
+    if not seed or path.exists():
+        return
+    if not Path(seed).is_dir():
+        log.warning("no database at %s and no seed catalogue at %s", path, seed)
+        return
+    counts = load_catalogue(seed, path)
+    log.info("built %s from the seed catalogue: %s", path, counts)

@@ -1,0 +1,80 @@
+"""``flask load DIR`` and ``flask export DIR``: thin wrappers over the catalogue package."""
+import sys
+import time
+from pathlib import Path
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from ..db import database_path, get_database
+from .export import export_catalogue
+from .load import CatalogueError, Progress, load_catalogue
+
+
+class TerminalProgress(Progress):
+    """A progress bar per file: bytes read, records loaded and their rate."""
+
+    def __init__(self):
+        self.bar = None
+
+    def file_started(self, name, size):
+        self.records = 0
+        self.started = time.monotonic()
+        self.bar = click.progressbar(
+            length=size, label=f"{name:<22}", item_show_func=self._status, file=sys.stdout
+        )
+        self.bar.__enter__()
+
+    def _status(self, records):
+        if records is None:
+            return ""
+        rate = records / max(time.monotonic() - self.started, 1e-6)
+        return f"{records:,} records, {rate:,.0f}/s"
+
+    def advanced(self, size, records):
+        self.records += records
+        self.bar.update(size, self.records)
+
+    def file_finished(self, name, records):
+        self.bar.__exit__(None, None, None)
+
+    def stage(self, description):
+        click.echo(f"{description}...")
+
+
+def _summary(counts):
+    return ", ".join(f"{count} {name}" for name, count in counts.items())
+
+
+@click.command("load")
+@click.argument("source", type=click.Path(path_type=Path))
+@with_appcontext
+def load_command(source):
+    """Load the catalogue folder SOURCE, replacing the served catalogue."""
+    target = database_path(current_app)
+    progress = TerminalProgress() if sys.stdout.isatty() else Progress()
+    started = time.monotonic()
+    try:
+        counts = load_catalogue(source, target, progress)
+    except CatalogueError as error:
+        click.echo(str(error), err=True)
+        sys.exit(1)
+    elapsed = time.monotonic() - started
+    click.echo(f"Loaded {_summary(counts)} into {target} in {elapsed:.1f} s.")
+
+
+@click.command("export")
+@click.argument("target", type=click.Path(path_type=Path, file_okay=False))
+@with_appcontext
+def export_command(target):
+    """Write the served catalogue to the folder TARGET as catalogue files."""
+    catalogue = get_database().current()
+    with catalogue.engine.connect() as connection:
+        counts = export_catalogue(connection, target)
+    click.echo(f"Exported {_summary(counts)} to {target}.")
+
+
+def init_app(app):
+    app.cli.add_command(load_command)
+    app.cli.add_command(export_command)

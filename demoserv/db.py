@@ -1,0 +1,150 @@
+"""The served catalogue database: one read-only SQLite file, replaced whole by a load.
+
+A load never writes into the served file: it builds a new file and renames it over the
+old one. Each file is therefore immutable once it has a served name, and is opened
+read-only with ``immutable=1`` (no locking). Before each request the path is checked
+(one ``stat``); when it names a new file, a new engine is opened on it. A request keeps
+one connection for all its queries, so each answer comes wholly from one catalogue, and
+requests already running on the old file finish on it.
+"""
+import logging
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import orjson
+from flask import current_app, g
+from sqlalchemy import create_engine, select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import QueuePool
+
+from . import tables
+from .errors import APIError
+
+log = logging.getLogger(__name__)
+
+
+class CatalogueUnavailable(APIError):
+    """The database file is missing or unreadable: the API answers 503."""
+
+    def __init__(self, detail):
+        super().__init__(503, detail)
+
+
+@dataclass
+class Catalogue:
+    """One database file as opened for serving."""
+
+    file_id: tuple
+    engine: object
+    version: str
+    loaded_at: str
+    counts: dict
+
+
+def _file_id(stat):
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def read_only_engine(path):
+    """An engine whose connections can only read ``path``."""
+    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+
+    def connect():
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    return create_engine(
+        "sqlite://",
+        creator=connect,
+        poolclass=QueuePool,
+        pool_size=8,
+        json_deserializer=orjson.loads,
+    )
+
+
+class Database:
+    """The catalogue file at ``path`` and the engine on its current version."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._current = None
+        self._lock = threading.Lock()
+
+    def current(self):
+        """The catalogue the path names now, opened once per file."""
+        try:
+            file_id = _file_id(os.stat(self.path))
+        except OSError:
+            raise CatalogueUnavailable(
+                "The catalogue is not available: no catalogue has been loaded."
+            ) from None
+        current = self._current
+        if current is not None and current.file_id == file_id:
+            return current
+        with self._lock:
+            if self._current is None or self._current.file_id != file_id:
+                self._open(file_id)
+            return self._current
+
+    def _open(self, file_id):
+        engine = read_only_engine(self.path)
+        try:
+            with engine.connect() as connection:
+                info = connection.execute(select(tables.catalogue_info)).mappings().one()
+                counts = dict(connection.execute(select(tables.record_counts)).all())
+        except (DBAPIError, LookupError, ValueError) as error:
+            engine.dispose()
+            log.error("cannot open catalogue %s: %s", self.path, error)
+            raise CatalogueUnavailable(
+                "The catalogue is not available: its database file cannot be read."
+            ) from None
+        previous, self._current = self._current, Catalogue(
+            file_id, engine, info["version"], info["loaded_at"], counts
+        )
+        if previous is not None:
+            # Connections still checked out finish their request and are then closed.
+            previous.engine.dispose()
+        log.info("serving catalogue %s loaded at %s", info["version"], info["loaded_at"])
+
+    def close(self):
+        if self._current is not None:
+            self._current.engine.dispose()
+            self._current = None
+
+
+def database_path(app):
+    path = Path(app.config["DATABASE"])
+    return path if path.is_absolute() else Path(app.instance_path) / path
+
+
+def get_database():
+    return current_app.extensions["demoserv.db"]
+
+
+def get_catalogue():
+    """The catalogue this request reads: fixed at its first use in the request."""
+    if "catalogue" not in g:
+        g.catalogue = get_database().current()
+    return g.catalogue
+
+
+def get_connection():
+    """This request's connection to its catalogue."""
+    if "db_connection" not in g:
+        g.db_connection = get_catalogue().engine.connect()
+    return g.db_connection
+
+
+def close_connection(exception=None):
+    connection = g.pop("db_connection", None)
+    if connection is not None:
+        connection.close()
+    g.pop("catalogue", None)
+
+
+def init_app(app):
+    app.extensions["demoserv.db"] = Database(database_path(app))
+    app.teardown_appcontext(close_connection)

@@ -1,0 +1,60 @@
+"""One JSON error shape, ``{"detail": "..."}``, for every error the service answers."""
+import logging
+
+from flask import current_app, request
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+# Wording of Django REST Framework, which API clients of the upstream catalogue know.
+DETAILS = {
+    400: "Bad request.",
+    404: "Not found.",
+    406: "Could not satisfy the request Accept header.",
+    413: "Request entity too large.",
+    414: "Request URI too long.",
+    431: "Request header fields too large.",
+    500: "A server error occurred.",
+    503: "Service temporarily unavailable, try again later.",
+}
+
+
+class APIError(Exception):
+    """An error answered to the client as ``status`` with ``{"detail": detail}``."""
+
+    def __init__(self, status, detail=None):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail or DETAILS.get(status, "Error.")
+
+
+def json_error(status, detail):
+    return current_app.json.response({"detail": detail}), status
+
+
+def _handle_api_error(error):
+    return json_error(error.status, error.detail)
+
+
+def _handle_http_exception(error):
+    if error.code == 405:
+        detail = f'Method "{request.method}" not allowed.'
+    else:
+        detail = DETAILS.get(error.code) or error.description or error.name
+    response, status = json_error(error.code, detail)
+    # Keep headers such as Retry-After that the exception carries (not its HTML type).
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response, status
+
+
+def _handle_unexpected(error):
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return json_error(500, DETAILS[500])
+
+
+def init_app(app):
+    app.register_error_handler(APIError, _handle_api_error)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)

@@ -1,0 +1,95 @@
+"""Page numbers, slices and the page envelope: the only code that reads ``page`` or
+builds ``next``/``previous``.
+
+As in Django REST Framework: pages start at 1; an empty ``page`` is page 1 and
+``page=last`` the last page; a repeated ``page`` takes its last value; anything else
+that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1 of an
+empty listing is a valid empty page. Links keep every other query parameter, sorted by
+name, and the link to page 1 carries no ``page`` parameter.
+"""
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from flask import request
+
+from .errors import APIError
+from .rendering import last_arg
+
+PAGE_SIZE = 100
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int
+    count: int  # records in the whole listing
+    size: int  # records per page (the whole listing for an unpaged one)
+
+    @property
+    def start(self):
+        return (self.number - 1) * self.size
+
+    @property
+    def stop(self):
+        return min(self.number * self.size, self.count)
+
+    @property
+    def last(self):
+        return max(1, -(-self.count // self.size))
+
+
+def current_page(count, size=PAGE_SIZE):
+    """The page the request asks for in a listing of ``count`` records.
+
+    ``size=None`` is a listing served whole in one page.
+    """
+    size = size or max(count, 1)
+    last = Page(1, count, size).last
+    value = last_arg("page")
+    if not value:
+        number = 1
+    elif value == "last":
+        number = last
+    # No listing has 10**18 pages; the length check also keeps int() cheap.
+    elif _DIGITS.fullmatch(value) and len(value) <= 18 and 1 <= int(value) <= last:
+        number = int(value)
+    else:
+        raise APIError(404, "Invalid page.")
+    return Page(number, count, size)
+
+
+def envelope(page, results):
+    """The page as the API answers it: count, next, previous, results."""
+    url = request.url
+    if page.number < page.last:
+        next_url = replace_query_param(url, "page", page.number + 1)
+    else:
+        next_url = None
+    if page.number == 1:
+        previous_url = None
+    elif page.number == 2:
+        previous_url = remove_query_param(url, "page")
+    else:
+        previous_url = replace_query_param(url, "page", page.number - 1)
+    return {"count": page.count, "next": next_url, "previous": previous_url, "results": results}
+
+
+def replace_query_param(url, key, value):
+    """``url`` with ``key`` set to ``value`` alone, query parameters sorted by name."""
+    scheme, netloc, path, query, fragment = urlsplit(url)
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != key]
+    params.append((key, str(value)))
+    return urlunsplit((scheme, netloc, path, _encode(params), fragment))
+
+
+def remove_query_param(url, key):
+    """``url`` without ``key``, the other query parameters sorted by name."""
+    scheme, netloc, path, query, fragment = urlsplit(url)
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != key]
+    return urlunsplit((scheme, netloc, path, _encode(params), fragment))
+
+
+def _encode(params):
+    # A stable sort keeps the order of a repeated parameter's values.
+    return urlencode(sorted(params, key=lambda item: item[0]))

@@ -1,0 +1,85 @@
+"""How responses under the API prefix are negotiated, encoded and labelled.
+
+- ``format=api`` or ``format=json`` is accepted (the body is JSON either way, and every
+  ``url`` in it carries the suffix); any other value is a 400.
+- Without ``format``, an ``Accept`` header that admits no JSON gets a 406.
+- Every response under the prefix, errors and redirects included, carries
+  ``Allow``, ``Content-Type: application/json`` and ``Vary: Accept``.
+"""
+import orjson
+from flask import g, request
+from flask.json.provider import JSONProvider
+
+from .errors import APIError
+
+API_PREFIX = "/api/v1"
+FORMATS = ("api", "json")
+ALLOW = "GET, HEAD, OPTIONS"
+JSON_TYPE = "application/json"
+
+
+class OrjsonProvider(JSONProvider):
+    """Flask's JSON provider on orjson: several times faster on large pages."""
+
+    def dumps(self, obj, **kwargs):
+        return orjson.dumps(obj).decode()
+
+    def loads(self, s, **kwargs):
+        return orjson.loads(s)
+
+    def response(self, *args, **kwargs):
+        obj = self._prepare_response_obj(args, kwargs)
+        return self._app.response_class(orjson.dumps(obj), mimetype=JSON_TYPE)
+
+
+def last_arg(name):
+    """A query parameter's last value, as Django's QueryDict.get gives it, or None."""
+    values = request.args.getlist(name)
+    return values[-1] if values else None
+
+
+def is_api_request():
+    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+
+
+def response_format():
+    """The requested ``format`` value ("" when none); set for every API request."""
+    return g.get("response_format", "")
+
+
+def _negotiate():
+    if not is_api_request():
+        return
+    requested = last_arg("format") or ""
+    if requested and requested not in FORMATS:
+        raise APIError(
+            400,
+            f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
+        )
+    g.response_format = requested
+    if not requested and not _accepts_json():
+        raise APIError(406)
+
+
+def _accepts_json():
+    if not request.headers.get("Accept", "").strip():
+        return True
+    return request.accept_mimetypes.quality(JSON_TYPE) > 0
+
+
+def _label(response):
+    if not is_api_request():
+        return response
+    if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
+        # Werkzeug's trailing-slash redirect has an HTML body; give it the API's shape.
+        response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
+    response.headers["Allow"] = ALLOW
+    response.headers["Content-Type"] = JSON_TYPE
+    response.vary.add("Accept")
+    return response
+
+
+def init_app(app):
+    app.json = OrjsonProvider(app)
+    app.before_request(_negotiate)
+    app.after_request(_label)

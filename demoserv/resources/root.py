@@ -1,0 +1,38 @@
+"""``/api/v1/``: the address of every resource's listing."""
+from flask import Blueprint, redirect, request, url_for
+
+from ..links import api_url
+from ..rendering import JSON_TYPE
+
+RESOURCES = [
+    "party_series",
+    "platforms",
+    "bbses",
+    "parties",
+    "productions",
+    "releasers",
+    "production_types",
+]
+
+bp = Blueprint("root", __name__)
+
+
+def api_root():
+    if request.method == "OPTIONS":
+        return {
+            "name": "Api Root",
+            "description": "The demoscene catalogue: the address of each resource's listing.",
+            "renders": [JSON_TYPE],
+            "parses": [],
+        }
+    return {name: api_url(name) for name in RESOURCES}
+
+
+api_root.provide_automatic_options = False
+bp.add_url_rule("/api/v1/", "api_root", api_root, methods=["GET", "OPTIONS"])
+
+
+@bp.route("/")
+def index():
+    """The site root points at the API root."""
+    return redirect(url_for("root.api_root"))
