@@ -139,6 +139,7 @@ def get_connection():
 
 
 def close_connection(exception=None):
+    """End of a request (or of an app context used without one)."""
     connection = g.pop("db_connection", None)
     if connection is not None:
         connection.close()
@@ -147,4 +148,7 @@ def close_connection(exception=None):
 
 def init_app(app):
     app.extensions["demoserv.db"] = Database(database_path(app))
+    # Per request as well as per app context: a test client may run many requests in
+    # one app context, and each must read the catalogue current when it starts.
+    app.teardown_request(close_connection)
     app.teardown_appcontext(close_connection)

@@ -7,7 +7,7 @@
   ``Allow``, ``Content-Type: application/json`` and ``Vary: Accept``.
 """
 import orjson
-from flask import g, request
+from flask import request
 from flask.json.provider import JSONProvider
 
 from .errors import APIError
@@ -43,8 +43,10 @@ def is_api_request():
 
 
 def response_format():
-    """The requested ``format`` value ("" when none); set for every API request."""
-    return g.get("response_format", "")
+    """The requested ``format`` value ("" when none)."""
+    # Kept in the WSGI environ, which is the request's own, not on g, which a test
+    # client may share between requests.
+    return request.environ.get("demoserv.format", "")
 
 
 def _negotiate():
@@ -56,7 +58,7 @@ def _negotiate():
             400,
             f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
         )
-    g.response_format = requested
+    request.environ["demoserv.format"] = requested
     if not requested and not _accepts_json():
         raise APIError(406)
 

@@ -1,0 +1,55 @@
+"""Fixtures: one small deterministic catalogue, loaded once, and an app serving it."""
+import pytest
+
+from demoserv import create_app
+from demoserv.catalogue import load_catalogue
+
+from . import catalogue_factory
+
+SITE_URL = "https://site.example"
+
+
+@pytest.fixture(scope="session")
+def catalogue():
+    """The test catalogue as {resource: [file record, ...]}."""
+    return catalogue_factory.build(seed=1)
+
+
+@pytest.fixture(scope="session")
+def catalogue_dir(catalogue, tmp_path_factory):
+    return catalogue_factory.write(catalogue, tmp_path_factory.mktemp("catalogue"))
+
+
+@pytest.fixture(scope="session")
+def loaded_database(catalogue_dir, tmp_path_factory):
+    """A database file built from the test catalogue; tests must not replace it."""
+    path = tmp_path_factory.mktemp("db") / "catalogue.sqlite3"
+    load_catalogue(catalogue_dir, path)
+    return path
+
+
+@pytest.fixture
+def make_app(tmp_path):
+    def make(database, **config):
+        return create_app(
+            {"TESTING": True, "DATABASE": str(database), "SITE_URL": SITE_URL, "SEED_DIR": "",
+             **config}
+        )
+    return make
+
+
+@pytest.fixture
+def app(make_app, loaded_database):
+    return make_app(loaded_database)
+
+
+def walk(client, url, limit=100):
+    """Every page of a listing from ``url``, following ``next`` (at most ``limit`` pages)."""
+    pages = []
+    while url is not None:
+        assert len(pages) < limit, "next links do not end"
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.json)
+        pages.append(response.json)
+        url = response.json["next"]
+    return pages

@@ -1,0 +1,85 @@
+"""The served database: read-only, replaced whole by a load, and its absence reported."""
+import sqlite3
+
+import pytest
+from sqlalchemy import insert
+from sqlalchemy.exc import OperationalError
+
+from demoserv import tables
+from demoserv.catalogue import load_catalogue
+from demoserv.db import get_connection
+
+from . import catalogue_factory
+
+
+def test_the_serving_connection_cannot_write(app):
+    with app.test_request_context("/api/v1/"):
+        connection = get_connection()
+        with pytest.raises(OperationalError, match="readonly"):
+            connection.execute(insert(tables.platforms).values(id=999999, name="x", name_key="2x"))
+
+
+def test_connection_is_per_request(app):
+    with app.test_request_context("/api/v1/"):
+        assert get_connection() is get_connection()
+    with app.app_context():
+        first = get_connection()
+    with app.app_context():
+        assert get_connection() is not first
+
+
+def test_a_load_is_served_without_restart(make_app, tmp_path):
+    database = tmp_path / "served.sqlite3"
+    small = catalogue_factory.write(catalogue_factory.build(seed=2, productions=30),
+                                    tmp_path / "small")
+    big = catalogue_factory.write(catalogue_factory.build(seed=3, productions=150),
+                                  tmp_path / "big")
+    load_catalogue(small, database)
+    client = make_app(database).test_client()
+    assert client.get("/api/v1/productions/").json["count"] == 30
+    load_catalogue(big, database)
+    assert client.get("/api/v1/productions/").json["count"] == 150
+    load_catalogue(small, database)
+    assert client.get("/api/v1/productions/").json["count"] == 30
+
+
+def test_missing_database_is_503_then_recovers(make_app, tmp_path, catalogue_dir):
+    database = tmp_path / "later.sqlite3"
+    client = make_app(database).test_client()
+    response = client.get("/api/v1/productions/")
+    assert response.status_code == 503
+    assert "not available" in response.json["detail"]
+    assert response.headers["Content-Type"] == "application/json"
+    load_catalogue(catalogue_dir, database)
+    assert client.get("/api/v1/productions/").status_code == 200
+
+
+@pytest.mark.parametrize("content", [b"", b"this is not a database" * 100])
+def test_unreadable_database_is_503(make_app, tmp_path, content):
+    database = tmp_path / "broken.sqlite3"
+    database.write_bytes(content)
+    response = make_app(database).test_client().get("/api/v1/platforms/")
+    assert response.status_code == 503
+    assert "cannot be read" in response.json["detail"]
+
+
+def test_a_database_of_another_shape_is_503(make_app, tmp_path):
+    database = tmp_path / "other.sqlite3"
+    sqlite3.connect(database).execute("CREATE TABLE something (x)").connection.commit()
+    assert make_app(database).test_client().get("/api/v1/").status_code == 200
+    assert make_app(database).test_client().get("/api/v1/platforms/").status_code == 503
+
+
+def test_listings_need_no_count_query(app, client):
+    # Counts are precomputed at load: a page costs its rows and nested relations only.
+    statements = []
+    from sqlalchemy import event
+
+    from demoserv.db import get_database
+
+    engine = get_database().current().engine
+    event.listen(engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *args: statements.append(statement))
+    client.get("/api/v1/productions/?page=2")
+    assert len(statements) == 4  # the page, then nicks, platforms and types
+    assert not any("count(" in s.lower() for s in statements)

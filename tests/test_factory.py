@@ -1,0 +1,60 @@
+"""create_app: configuration sources and first-run seeding."""
+from pathlib import Path
+
+from demoserv import create_app
+
+from . import catalogue_factory
+
+
+def test_defaults(monkeypatch, tmp_path):
+    monkeypatch.delenv("DEMOSERV_DATABASE", raising=False)
+    monkeypatch.delenv("DEMOSERV_SITE_URL", raising=False)
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    app = create_app()
+    assert app.config["SITE_URL"] == "https://demozoo.org"
+    assert app.config["DATABASE"] == "demoserv.sqlite3"
+    assert not app.testing
+
+
+def test_environment_overrides_with_prefix(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEMOSERV_DATABASE", str(tmp_path / "x.sqlite3"))
+    monkeypatch.setenv("DEMOSERV_SITE_URL", "https://mirror.example")
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    app = create_app()
+    assert app.config["DATABASE"] == str(tmp_path / "x.sqlite3")
+    assert app.config["SITE_URL"] == "https://mirror.example"
+
+
+def test_test_config_replaces_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEMOSERV_SITE_URL", "https://ignored.example")
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "t.sqlite3"), "SEED_DIR": ""})
+    assert app.testing and app.config["SITE_URL"] == "https://demozoo.org"
+
+
+def test_relative_database_is_in_the_instance_folder(tmp_path):
+    from demoserv.db import database_path
+
+    app = create_app({"TESTING": True, "DATABASE": "rel.sqlite3", "SEED_DIR": ""})
+    assert database_path(app) == Path(app.instance_path) / "rel.sqlite3"
+
+
+def test_first_run_builds_the_database_from_the_seed_once(tmp_path):
+    seed = catalogue_factory.write(catalogue_factory.build(seed=4, productions=12), tmp_path / "seed")
+    database = tmp_path / "first.sqlite3"
+    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
+    assert database.exists()
+    assert app.test_client().get("/api/v1/productions/").json["count"] == 12
+    stamp = database.stat().st_mtime_ns
+    create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
+    assert database.stat().st_mtime_ns == stamp
+
+
+def test_trusted_proxies(tmp_path, loaded_database):
+    headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example"}
+    trusting = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": "",
+                           "TRUSTED_PROXIES": 1})
+    body = trusting.test_client().get("/api/v1/", headers=headers).json
+    assert body["platforms"] == "https://api.example/api/v1/platforms/"
+    plain = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})
+    body = plain.test_client().get("/api/v1/", headers=headers).json
+    assert body["platforms"] == "http://localhost/api/v1/platforms/"

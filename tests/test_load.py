@@ -1,0 +1,250 @@
+"""Loading and exporting catalogue folders, and every way a load can fail."""
+import json
+import shutil
+
+import pytest
+
+from demoserv.catalogue import CatalogueError, export_catalogue, load_catalogue
+from demoserv.db import read_only_engine
+
+from . import catalogue_factory, oracle
+
+PRODUCTION = {
+    "id": 1, "title": "Second Reality",
+    "author_nicks": [{"name": "Future Crew", "abbreviation": "FC",
+                      "releaser": {"id": 10, "name": "Future Crew", "is_group": True}}],
+    "author_affiliation_nicks": [], "release_date": "1993-10", "supertype": "production",
+    "platforms": [{"id": 2, "name": "MS-Dos"}],
+    "types": [{"id": 1, "name": "Demo", "supertype": "production"}], "tags": ["classic"],
+}
+PARTY = {
+    "id": 5, "name": "Assembly 1993", "tagline": "", "start_date": "1993-07-30",
+    "end_date": "1993-08-01", "location": "Kauniainen, Finland", "is_online": False,
+    "country_code": "FI", "latitude": 60.2, "longitude": 24.7, "website": "",
+}
+
+
+def write_lines(folder, name, lines):
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{name}.jsonl").open("wb") as out:
+        for line in lines:
+            out.write(line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n")
+
+
+def counts(path):
+    engine = read_only_engine(path)
+    try:
+        with engine.connect() as connection:
+            return dict(connection.exec_driver_sql("SELECT resource, count FROM record_counts").all())
+    finally:
+        engine.dispose()
+
+
+def with_field(record, path, value):
+    """A deep copy of ``record`` with the field at dotted ``path`` set (or removed)."""
+    record = json.loads(json.dumps(record))
+    *parents, last = path.split(".")
+    target = record
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    if value is KeyError:
+        del target[last]
+    else:
+        target[last] = value
+    return record
+
+
+BAD_PRODUCTIONS = [
+    ("missing field", with_field(PRODUCTION, "title", KeyError), "productions.jsonl:2: title: "),
+    ("wrong type", with_field(PRODUCTION, "id", "1"), "productions.jsonl:2: id: "),
+    ("bool as int", with_field(PRODUCTION, "id", True), "productions.jsonl:2: id: "),
+    ("int as bool", with_field(PRODUCTION, "author_nicks.0.releaser.is_group", 1),
+     "productions.jsonl:2: author_nicks.0.releaser.is_group: "),
+    ("impossible day", with_field(PRODUCTION, "release_date", "1993-02-30"),
+     'productions.jsonl:2: release_date: "1993-02-30" is not a real date.'),
+    ("impossible month", with_field(PRODUCTION, "release_date", "1993-13"),
+     'productions.jsonl:2: release_date: "1993-13" is not a real date.'),
+    ("bad date shape", with_field(PRODUCTION, "release_date", "93-1-2"),
+     "productions.jsonl:2: release_date: "),
+    ("bad supertype", with_field(PRODUCTION, "supertype", "film"), "productions.jsonl:2: supertype: "),
+    ("bad nested supertype", with_field(PRODUCTION, "types.0.supertype", "Demo"),
+     "productions.jsonl:2: types.0.supertype: "),
+    ("tags not strings", with_field(PRODUCTION, "tags", [1]), "productions.jsonl:2: tags.0: "),
+    ("nick missing releaser", with_field(PRODUCTION, "author_nicks.0.releaser", KeyError),
+     "productions.jsonl:2: author_nicks.0.releaser: "),
+    ("negative id", with_field(PRODUCTION, "id", -4), "productions.jsonl:2: id: "),
+]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A served database holding one good catalogue, and a folder to break."""
+    good = tmp_path / "good"
+    write_lines(good, "productions", [PRODUCTION])
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(good, database)
+    return database, tmp_path / "bad"
+
+
+def assert_fails(source, database, message):
+    before = database.read_bytes()
+    with pytest.raises(CatalogueError) as error:
+        load_catalogue(source, database)
+    assert str(error.value).startswith(message), str(error.value)
+    assert database.read_bytes() == before
+    assert [p.name for p in database.parent.iterdir() if p.name.endswith(".loading")] == []
+
+
+@pytest.mark.parametrize("case, record, message", BAD_PRODUCTIONS, ids=[c[0] for c in BAD_PRODUCTIONS])
+def test_bad_records_fail_with_file_line_field(served, case, record, message):
+    database, bad = served
+    write_lines(bad, "productions", [dict(PRODUCTION, id=2), record])
+    assert_fails(bad, database, message)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("start_date", "1993-02-29"), ("end_date", ""), ("country_code", "fi"),
+     ("country_code", "FIN"), ("latitude", 91.0), ("longitude", "24.7"), ("is_online", "no"),
+     ("party_series", 99)],
+)
+def test_bad_parties(served, field, value):
+    database, bad = served
+    write_lines(bad, "parties", [with_field(PARTY, field, value)])
+    assert_fails(bad, database, f"parties.jsonl:1: {field}: ")
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"id": 1, "name": "Amiga"\n', "platforms.jsonl:1: invalid JSON: "),
+        (b'{"id": 1, "name": "Amiga"}\n[1, 2]\n', "platforms.jsonl:2: record: not a JSON object"),
+        (b'{"id": 1, "name": "Amiga"}\n{"id": 1, "name": "Amiga"}\n',
+         "platforms.jsonl:2: id: duplicate id 1 (first on line 1)"),
+        (b'{"id": 1, "name": "\xe4miga"}\n', "platforms.jsonl:1: not valid UTF-8"),
+        (b'{"id": 1}\n', "platforms.jsonl:1: name: Missing data for required field."),
+    ],
+)
+def test_bad_files(served, content, message):
+    database, bad = served
+    write_lines(bad, "platforms", [content])
+    assert_fails(bad, database, message)
+
+
+def test_summary_contradicting_its_record(served):
+    database, bad = served
+    write_lines(bad, "releasers", [{"id": 10, "name": "Future Crew", "is_group": False}])
+    write_lines(bad, "productions", [PRODUCTION])
+    assert_fails(
+        bad, database,
+        "productions.jsonl:1: author_nicks.0.releaser.is_group: true contradicts releasers.jsonl:1",
+    )
+
+
+def test_summaries_contradicting_each_other(served):
+    database, bad = served
+    other = with_field(dict(PRODUCTION, id=2), "platforms.0.name", "PC")
+    write_lines(bad, "productions", [PRODUCTION, other])
+    assert_fails(bad, database, 'productions.jsonl:2: platforms.0.name: "PC" contradicts productions.jsonl:1')
+
+
+def test_empty_or_missing_folder(served):
+    database, bad = served
+    bad.mkdir()
+    assert_fails(bad, database, f"{bad}: no catalogue files")
+    assert_fails(bad / "nope", database, f"{bad / 'nope'}: not a folder")
+
+
+def test_url_fields_and_unknown_fields_are_ignored_and_blank_lines_skipped(tmp_path):
+    source = tmp_path / "src"
+    write_lines(source, "platforms", [
+        b"\xef\xbb\xbf" + json.dumps({"id": 1, "name": "Amiga", "url": "x", "colour": 3}).encode() + b"\n",
+        b"\n",
+        {"id": 2, "name": "C64", "service_url": "y"},
+    ])
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    assert counts(tmp_path / "db.sqlite3")["platforms"] == 2
+
+
+def test_load_then_export_gives_back_the_same_records(catalogue, catalogue_dir, loaded_database, tmp_path):
+    engine = read_only_engine(loaded_database)
+    with engine.connect() as connection:
+        exported = export_catalogue(connection, tmp_path / "out")
+    engine.dispose()
+    for resource in oracle.KEYS:
+        lines = (tmp_path / "out" / f"{resource}.jsonl").read_text(encoding="utf-8").splitlines()
+        got = [json.loads(line) for line in lines]
+        wanted = sorted(oracle.all_records(catalogue, resource), key=lambda r: r["id"])
+        if resource == "parties":
+            wanted = [dict(r) for r in wanted]  # party_series is written as an id or null
+        assert got == wanted, resource
+        assert exported[resource] == len(wanted)
+    # And the export loads back to the same catalogue.
+    load_catalogue(tmp_path / "out", tmp_path / "again.sqlite3")
+    assert counts(tmp_path / "again.sqlite3") == counts(loaded_database)
+
+
+def test_absent_files_mean_no_records(tmp_path):
+    source = tmp_path / "src"
+    write_lines(source, "productions", [PRODUCTION])
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    # Releasers, platforms and types are created from the nested summaries.
+    assert counts(tmp_path / "db.sqlite3") == {
+        "party_series": 0, "platforms": 1, "bbses": 0, "parties": 0, "productions": 1,
+        "releasers": 1, "production_types": 1,
+    }
+
+
+def test_cli_load_and_export(app, tmp_path, catalogue_dir):
+    database = tmp_path / "cli.sqlite3"
+    app.config["DATABASE"] = str(database)
+    from demoserv import db
+    db.init_app(app)
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["load", str(catalogue_dir)])
+    assert result.exit_code == 0, result.output
+    # Not a terminal: one summary line.
+    assert result.output.count("\n") == 1 and result.output.startswith("Loaded ")
+    assert "260 productions" in result.output
+    result = runner.invoke(args=["export", str(tmp_path / "exported")])
+    assert result.exit_code == 0 and "260 productions" in result.output
+    assert (tmp_path / "exported" / "productions.jsonl").read_bytes().count(b"\n") == 260
+
+    bad = tmp_path / "bad"
+    shutil.copytree(catalogue_dir, bad)
+    with (bad / "bbses.jsonl").open("a") as out:
+        out.write('{"id": "7"}\n')
+    result = runner.invoke(args=["load", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.strip() == "bbses.jsonl:131: id: Not a valid integer."
+
+
+def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
+    """``flask load`` with its output on a pseudo-terminal draws a bar per file."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main, terminal = pty.openpty()
+    env = dict(os.environ, DEMOSERV_DATABASE=str(tmp_path / "db.sqlite3"), DEMOSERV_SEED_DIR="")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue_dir)],
+        stdout=terminal, stderr=terminal, env=env,
+    )
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(main)
+    assert process.wait(timeout=60) == 0, output
+    text = output.decode()
+    assert "productions.jsonl" in text and "260 records, " in text and "/s" in text
+    assert "100%" in text
+    assert text.rstrip().splitlines()[-1].startswith("Loaded ")

@@ -1,0 +1,147 @@
+"""The contract over real HTTP, through waitress, on catalogues the other tests never use;
+and a catalogue replaced while several threads read."""
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+from waitress.server import create_server
+
+from demoserv import create_app
+from demoserv.catalogue import load_catalogue
+
+from . import catalogue_factory, oracle
+from .conftest import SITE_URL
+from .test_records import expected
+
+
+class Server:
+    """A waitress server for ``app`` on a free loopback port, in a thread."""
+
+    def __init__(self, app, threads=4):
+        self.server = create_server(app, host="127.0.0.1", port=0, threads=threads)
+        self.base = f"http://127.0.0.1:{self.server.effective_port}"
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.close()
+        self.server.task_dispatcher.shutdown()
+        self.thread.join(timeout=10)
+
+    def get(self, path_or_url):
+        address = path_or_url if path_or_url.startswith("http") else self.base + path_or_url
+        try:
+            with urllib.request.urlopen(address, timeout=30) as response:
+                return response.status, dict(response.headers), json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), json.loads(error.read())
+
+
+def serve(database, tmp_path):
+    app = create_app({"TESTING": True, "DATABASE": str(database), "SITE_URL": SITE_URL,
+                      "SEED_DIR": ""})
+    return Server(app)
+
+
+@pytest.fixture(scope="module")
+def unseen(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("unseen")
+    catalogue = catalogue_factory.build(seed=20261122, productions=333, parties=212,
+                                        party_series=101, bbses=199, releasers=120, platforms=45)
+    catalogue_factory.write(catalogue, folder / "files")
+    load_catalogue(folder / "files", folder / "db.sqlite3")
+    return catalogue, folder / "db.sqlite3"
+
+
+def walk_http(server, url):
+    records, pages = [], 0
+    while url:
+        pages += 1
+        assert pages < 50
+        status, headers, body = server.get(url)
+        assert status == 200, body
+        assert headers["Content-Type"] == "application/json"
+        assert headers["Allow"] == "GET, HEAD, OPTIONS"
+        records.extend(body["results"])
+        url = body["next"]
+    return records
+
+
+def test_contract_over_http_on_an_unseen_catalogue(unseen, tmp_path):
+    catalogue, database = unseen
+    with serve(database, tmp_path) as server:
+        api = f"{server.base}/api/v1/"
+        for resource, keys in oracle.KEYS.items():
+            everything = oracle.all_records(catalogue, resource)
+            for key in keys:
+                for sign in ("", "-"):
+                    got = walk_http(server, f"/api/v1/{resource}/?ordering={sign}{key}&format=api")
+                    wanted = oracle.ordered(resource, everything, sign + key)
+                    assert [r["id"] for r in got] == [r["id"] for r in wanted], (resource, sign + key)
+            got = walk_http(server, f"/api/v1/{resource}/?ordering=id")
+            for actual, record in zip(got, sorted(everything, key=lambda r: r["id"])):
+                wanted = expected(resource, record)
+                wanted = json.loads(json.dumps(wanted).replace("http://localhost/api/v1/", api))
+                assert actual == wanted
+        status, _, body = server.get("/api/v1/productions/?page=99")
+        assert (status, body) == (404, {"detail": "Invalid page."})
+
+
+def test_replacement_while_threads_read(tmp_path):
+    """Every answer during loads is a 200 whose page is wholly one catalogue's."""
+    catalogues = {}
+    for name, seed, size in (("old", 5, 140), ("new", 6, 260)):
+        catalogue = catalogue_factory.build(seed=seed, productions=size)
+        for production in catalogue["productions"]:
+            production["tags"] = [f"catalogue-{name}"]
+            for nick in production["author_nicks"]:
+                nick["name"] = f"{name}:{nick['name']}"
+        catalogues[size] = name
+        catalogue_factory.write(catalogue, tmp_path / name)
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(tmp_path / "old", database)
+
+    stop = threading.Event()
+    seen = {"old": 0, "new": 0}
+    failures = []
+    lock = threading.Lock()
+
+    started = threading.Barrier(5)  # four readers and the loader
+
+    def read(server, page):
+        for count in range(20000):  # bounded; ends far sooner when told to stop
+            status, _, body = server.get(f"/api/v1/productions/?page={page}&ordering=-release_date_date")
+            if status != 200:
+                failures.append((status, body))
+                return
+            name = catalogues.get(body["count"])
+            marks = {tag for r in body["results"] for tag in r["tags"]}
+            nick_marks = {n["name"].split(":")[0] for r in body["results"] for n in r["author_nicks"]}
+            if name is None or marks != {f"catalogue-{name}"} or nick_marks - {name}:
+                failures.append(("mixed", body["count"], marks, nick_marks))
+                return
+            with lock:
+                seen[name] += 1
+            if count == 0:
+                started.wait(timeout=60)  # every reader has read the old catalogue
+            if stop.is_set() and name == "new":
+                return
+
+    with serve(database, tmp_path) as server:
+        readers = [threading.Thread(target=read, args=(server, page)) for page in (1, 1, 2, 2)]
+        for reader in readers:
+            reader.start()
+        started.wait(timeout=60)
+        for name in ("new", "old", "new"):
+            load_catalogue(tmp_path / name, database)
+        stop.set()
+        for reader in readers:
+            reader.join(timeout=120)
+        assert not any(reader.is_alive() for reader in readers)
+    assert failures == []
+    assert seen["old"] > 0 and seen["new"] > 0
