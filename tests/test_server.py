@@ -1,14 +1,15 @@
 """The contract over real HTTP, through waitress, on catalogues the other tests never use;
 and a catalogue replaced while several threads read."""
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
 
 import pytest
-from waitress.server import create_server
-
-from demoserv import create_app
 from demoserv.catalogue import load_catalogue
 
 from . import catalogue_factory, oracle
@@ -17,21 +18,36 @@ from .test_records import expected
 
 
 class Server:
-    """A waitress server for ``app`` on a free loopback port, in a thread."""
+    """``waitress-serve`` in a process of its own on a free loopback port, stopped by PID."""
 
-    def __init__(self, app, threads=4):
-        self.server = create_server(app, host="127.0.0.1", port=0, threads=threads)
-        self.base = f"http://127.0.0.1:{self.server.effective_port}"
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+    def __init__(self, database, threads=4):
+        self.env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SITE_URL=SITE_URL,
+                        DEMOSERV_SEED_DIR="")
+        self.threads = threads
 
     def __enter__(self):
-        self.thread.start()
-        return self
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={self.threads}",
+             "--call", "demoserv:create_app"],
+            env=self.env, stderr=subprocess.PIPE, text=True,
+        )
+        for line in self.process.stderr:  # waitress logs the address once it listens
+            match = re.search(r"Serving on (http://127\.0\.0\.1:[0-9]+)", line)
+            if match:
+                self.base = match.group(1)
+                # Keep reading, so that the server never blocks on a full pipe.
+                self.log = []
+                self.drain = threading.Thread(target=self.log.extend, args=(self.process.stderr,))
+                self.drain.start()
+                return self
+        raise RuntimeError(f"waitress did not start: exit {self.process.wait()}")
 
     def __exit__(self, *exc):
-        self.server.close()
-        self.server.task_dispatcher.shutdown()
-        self.thread.join(timeout=10)
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.drain.join(timeout=30)
+        self.process.stderr.close()
+        assert not any("Traceback" in line for line in self.log), "".join(self.log)
 
     def get(self, path_or_url):
         address = path_or_url if path_or_url.startswith("http") else self.base + path_or_url
@@ -39,13 +55,12 @@ class Server:
             with urllib.request.urlopen(address, timeout=30) as response:
                 return response.status, dict(response.headers), json.loads(response.read())
         except urllib.error.HTTPError as error:
-            return error.code, dict(error.headers), json.loads(error.read())
+            with error:
+                return error.code, dict(error.headers), json.loads(error.read())
 
 
 def serve(database, tmp_path):
-    app = create_app({"TESTING": True, "DATABASE": str(database), "SITE_URL": SITE_URL,
-                      "SEED_DIR": ""})
-    return Server(app)
+    return Server(database)
 
 
 @pytest.fixture(scope="module")
