@@ -11,7 +11,8 @@ import logging
 import os
 import sqlite3
 import threading
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,6 +26,8 @@ from . import tables
 from .errors import APIError
 
 log = logging.getLogger(__name__)
+
+DERIVED_KEPT = 16  # orders on several keys kept per file: 3 MB each at full size
 
 
 class CatalogueUnavailable(APIError):
@@ -43,6 +46,21 @@ class Catalogue:
     version: str
     loaded_at: str
     counts: dict
+    derived: OrderedDict = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def remember(self, key, compute, keep=DERIVED_KEPT):
+        """``compute()``, once per file while it is among the ``keep`` latest computed:
+        the file cannot change while it is served, so neither can what is derived from it."""
+        value = self.derived.get(key)
+        if value is None:
+            with self.lock:  # one computation at a time: each may sort a whole table
+                value = self.derived.get(key)
+                if value is None:
+                    value = self.derived[key] = compute()
+                    while len(self.derived) > keep:
+                        self.derived.popitem(last=False)
+        return value
 
 
 def _file_id(stat):

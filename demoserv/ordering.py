@@ -6,9 +6,14 @@ values (unknown release dates) come after every other value in ascending order.
 
 A single key is served from its ``rank_<key>`` column, the record's position in the
 ascending order, computed at load: page k is then a range lookup on a unique index, as
-fast on the last page as on the first.
+fast on the last page as on the first. An order on several keys has no rank column: its
+first request sorts the ids once, and the sorted ids are kept while the catalogue file
+is served, so that its later pages are lookups by id.
 """
+from array import array
 from dataclasses import dataclass
+
+from sqlalchemy import bindparam, select
 
 from . import tables
 from .errors import APIError
@@ -80,17 +85,37 @@ class Ordering:
             column = key.column
             result.append(column.desc().nulls_first() if descending else column.asc().nulls_last())
 
-    def page(self, query, start, stop, total):
-        """``query`` narrowed to records ``start`` (inclusive) to ``stop`` (exclusive) of
-        this order, out of ``total`` records that ``query`` selects."""
+    @property
+    def cache_key(self):
+        return (self.resource, tuple((key.name, descending) for key, descending in self.terms))
+
+    def statement(self, query):
+        """``query`` narrowed to one page of this order. A single key takes the rank
+        bounds ``low`` and ``high``; several keys take the page's ``ids``."""
         key = self.single_key
         if key is None:
-            return query.order_by(*self.clauses()).offset(start).limit(stop - start)
+            id_column = KEYS[self.resource]["id"].column
+            return query.where(id_column.in_(bindparam("ids", expanding=True)))
+        rank = key.rank.desc() if self.descending else key.rank.asc()
+        return query.where(key.rank.between(bindparam("low"), bindparam("high"))).order_by(rank)
+
+    def parameters(self, start, stop, total, ordered_ids):
+        """What ``statement`` takes for records ``start`` (inclusive) to ``stop``
+        (exclusive) of ``total``. ``ordered_ids()`` gives every id in this order, for
+        orders on several keys."""
+        if self.single_key is None:
+            return {"ids": list(ordered_ids()[start:stop])}
         if self.descending:
             # Descending is the ascending order reversed: position i from the end.
-            low, high = total - stop + 1, total - start
-            return query.where(key.rank.between(low, high)).order_by(key.rank.desc())
-        return query.where(key.rank.between(start + 1, stop)).order_by(key.rank.asc())
+            return {"low": total - stop + 1, "high": total - start}
+        return {"low": start + 1, "high": stop}
+
+    def all_ids(self, connection):
+        """Every id in this order: one sort of the whole table, for orders on several
+        keys, which have no rank column. Kept per catalogue file by the caller."""
+        id_column = KEYS[self.resource]["id"].column
+        query = select(id_column).order_by(*self.clauses())
+        return array("q", connection.execute(query).scalars())
 
 
 def parse(resource, value):

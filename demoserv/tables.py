@@ -137,32 +137,37 @@ productions = Table(
     _rank("supertype"),
 )
 
-# role is "author" or "affiliation"; position keeps the order the nicks were loaded in.
+# The link tables are clustered by production (WITHOUT ROWID, keyed by production and
+# position), so a production's nicks, platforms or types are one contiguous read.
+# role is "author" or "affiliation"; position keeps the order they were loaded in.
 production_nicks = Table(
     "production_nicks",
     metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), nullable=False),
-    Column("role", Text, nullable=False),
-    Column("position", Integer, nullable=False),
+    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
+    Column("role", Text, primary_key=True),
+    Column("position", Integer, primary_key=True),
     Column("name", Text, nullable=False),
     Column("abbreviation", Text, nullable=False),
     Column("releaser_id", Integer, ForeignKey("releasers.id"), nullable=False),
+    sqlite_with_rowid=False,
 )
 
 production_platforms = Table(
     "production_platforms",
     metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), nullable=False),
-    Column("position", Integer, nullable=False),
+    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
     Column("platform_id", Integer, ForeignKey("platforms.id"), nullable=False),
+    sqlite_with_rowid=False,
 )
 
 production_type_links = Table(
     "production_type_links",
     metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), nullable=False),
-    Column("position", Integer, nullable=False),
+    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
     Column("production_type_id", Integer, ForeignKey("production_types.id"), nullable=False),
+    sqlite_with_rowid=False,
 )
 
 # The record tables, by resource name as it appears in the API.
@@ -179,23 +184,7 @@ RECORD_TABLES = {
 # The loader creates tables with ``CreateTable`` and these indexes only after the bulk
 # insert, which is much faster than maintaining them row by row.
 INDEXES = [
-    Index(
-        "production_nicks_by_production",
-        production_nicks.c.production_id,
-        production_nicks.c.role,
-        production_nicks.c.position,
-    ),
     Index("production_nicks_by_releaser", production_nicks.c.releaser_id),
-    Index(
-        "production_platforms_by_production",
-        production_platforms.c.production_id,
-        production_platforms.c.position,
-    ),
-    Index(
-        "production_type_links_by_production",
-        production_type_links.c.production_id,
-        production_type_links.c.position,
-    ),
     Index("parties_by_party_series", parties.c.party_series_id),
 ]
 for _table in RECORD_TABLES.values():

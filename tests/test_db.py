@@ -83,3 +83,35 @@ def test_listings_need_no_count_query(app, client):
     client.get("/api/v1/productions/?page=2")
     assert len(statements) == 4  # the page, then nicks, platforms and types
     assert not any("count(" in s.lower() for s in statements)
+
+
+def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
+    from . import oracle
+    from .conftest import walk
+
+    database = tmp_path / "served.sqlite3"
+    path = "/api/v1/productions/?ordering=supertype,-release_date_date"
+    app = make_app(database)
+    client = app.test_client()
+    for seed in (7, 8):
+        catalogue = catalogue_factory.build(seed=seed, productions=180 + seed)
+        load_catalogue(catalogue_factory.write(catalogue, tmp_path / str(seed)), database)
+        ids = [r["id"] for page in walk(client, path) for r in page["results"]]
+        wanted = oracle.ordered("productions", catalogue["productions"], "supertype,-release_date_date")
+        assert ids == [r["id"] for r in wanted]
+    from demoserv.db import get_database
+
+    with app.app_context():
+        catalogue = get_database().current()
+    assert list(catalogue.derived) == [("order", ("productions", (("supertype", False), ("release_date_date", True))))]
+
+
+def test_derived_values_are_bounded(tmp_path, loaded_database):
+    from demoserv.db import Catalogue
+
+    catalogue = Catalogue(None, None, "v", "t", {})
+    calls = []
+    for key in range(20):
+        catalogue.remember(key, lambda key=key: calls.append(key) or key, keep=4)
+    assert catalogue.remember(19, lambda: "again", keep=4) == 19
+    assert list(catalogue.derived) == [16, 17, 18, 19] and calls == list(range(20))

@@ -315,8 +315,9 @@ class _Builder:
             insert(tables.record_counts),
             [{"resource": name, "count": counts.get(name, 0)} for name in tables.RECORD_TABLES],
         )
+        # No ANALYZE: without statistics SQLite plans every query as for a large table,
+        # so plans do not change with the size of the catalogue.
         self.transaction.commit()
-        self.connection.exec_driver_sql("ANALYZE")
 
     def _rank(self, resource):
         """Fill every ``rank_<key>`` column: the row's position in that key's order."""

@@ -10,6 +10,7 @@ from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import api_url, site_url
 from ..rendering import JSON_TYPE, last_arg
+from ..serialize import compile_dumper
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 SECTIONS = {"production": "productions", "music": "music", "graphics": "graphics"}
@@ -71,15 +72,34 @@ class Resource:
     description = None
     paged = True  # False: the whole listing is one page
 
+    def __init__(self):
+        self._statements = {}  # page statements by ordering, built once each
+
     def columns(self):
         return [column for column in self.table.columns if column.name in self.schema.fields]
 
     def attach(self, connection, rows):
         """Add to ``rows`` (dicts) what they need beyond their own columns."""
 
-    def fetch_page(self, connection, ordering, page):
-        query = ordering.page(select(*self.columns()), page.start, page.stop, page.count)
-        rows = [dict(row) for row in connection.execute(query).mappings()]
+    def fetch_page(self, connection, ordering, page, catalogue):
+        """The rows of ``page`` in ``ordering``, with what ``attach`` adds."""
+        statement = self._statements.get(ordering.cache_key)
+        if statement is None:
+            statement = self._statements[ordering.cache_key] = ordering.statement(
+                select(*self.columns())
+            )
+        parameters = ordering.parameters(
+            page.start,
+            page.stop,
+            page.count,
+            lambda: catalogue.remember(
+                ("order", ordering.cache_key), lambda: ordering.all_ids(connection)
+            ),
+        )
+        rows = [dict(row) for row in connection.execute(statement, parameters).mappings().all()]
+        if "ids" in parameters:
+            position = {record_id: index for index, record_id in enumerate(parameters["ids"])}
+            rows.sort(key=lambda row: position[row["id"]])
         if rows:
             self.attach(connection, rows)
         return rows
@@ -120,7 +140,8 @@ class Resource:
     def blueprint(self):
         """The blueprint serving ``/api/v1/<name>/`` and ``/api/v1/<name>/<id>/``."""
         bp = Blueprint(self.name, __name__, url_prefix=f"/api/v1/{self.name}")
-        detail_schema = self.detail_schema or self.schema
+        dump_record = compile_dumper(self.schema)
+        dump_detail = compile_dumper(self.detail_schema or self.schema)
 
         def list_view():
             if request.method == "OPTIONS":
@@ -128,8 +149,8 @@ class Resource:
             ordering = ordering_keys.parse(self.name, last_arg("ordering"))
             count = get_catalogue().counts.get(self.name, 0)
             page = pagination.current_page(count, pagination.PAGE_SIZE if self.paged else None)
-            rows = self.fetch_page(get_connection(), ordering, page)
-            return pagination.envelope(page, self.schema.dump(rows, many=True))
+            rows = self.fetch_page(get_connection(), ordering, page, get_catalogue())
+            return pagination.envelope(page, [dump_record(row) for row in rows])
 
         def detail_view(record_id):
             if request.method == "OPTIONS":
@@ -137,7 +158,7 @@ class Resource:
             row = self.fetch_one(get_connection(), record_id)
             if row is None:
                 raise APIError(404)
-            return detail_schema.dump(row)
+            return dump_detail(row)
 
         for rule, view in (("/", list_view), (f"/<int(max={MAX_ID}):record_id>/", detail_view)):
             view.provide_automatic_options = False

@@ -1,9 +1,7 @@
 """Productions: demos, intros, music, graphics, ... with their authors, platforms and
 types. The nested records of a page are fetched with one query per relation."""
-from collections import defaultdict
-
 from marshmallow import Schema, fields
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from .. import tables
 from ..links import site_url
@@ -34,63 +32,72 @@ class ProductionSchema(Schema):
 
 
 NICK_LISTS = {"author": "author_nicks", "affiliation": "author_affiliation_nicks"}
-# (field, link table, link column, summary table, summary columns)
-SUMMARY_RELATIONS = [
-    ("platforms", tables.production_platforms, "platform_id", tables.platforms, ("id", "name")),
-    (
-        "types",
-        tables.production_type_links,
-        "production_type_id",
-        tables.production_types,
-        ("id", "name", "supertype"),
-    ),
-]
 
 
-def attach_relations(connection, rows):
-    """Give each production row its nicks, platforms and types, in loaded order."""
-    by_id = {row["id"]: row for row in rows}
-    for row in rows:
-        row.update(author_nicks=[], author_affiliation_nicks=[], platforms=[], types=[])
-    ids = list(by_id)
-
+def _relation_statements():
+    """The three statements that fetch a page's nested records, built once; each takes
+    the page's production ids as ``ids``."""
+    ids = bindparam("ids", expanding=True)
     nicks, releasers = tables.production_nicks, tables.releasers
-    query = (
+    nick_statement = (
         select(
             nicks.c.production_id,
             nicks.c.role,
             nicks.c.name,
             nicks.c.abbreviation,
             releasers.c.id,
-            releasers.c.name.label("releaser_name"),
+            releasers.c.name,
             releasers.c.is_group,
         )
         .join(releasers, releasers.c.id == nicks.c.releaser_id)
         .where(nicks.c.production_id.in_(ids))
         .order_by(nicks.c.production_id, nicks.c.role, nicks.c.position)
     )
-    for nick in connection.execute(query).mappings():
-        by_id[nick["production_id"]][NICK_LISTS[nick["role"]]].append(
-            {
-                "name": nick["name"],
-                "abbreviation": nick["abbreviation"],
-                "releaser": {
-                    "id": nick["id"],
-                    "name": nick["releaser_name"],
-                    "is_group": nick["is_group"],
-                },
-            }
-        )
-
-    for field, link, key, target, names in SUMMARY_RELATIONS:
-        query = (
+    summaries = []
+    for field, link, key, target, names in (
+        ("platforms", tables.production_platforms, "platform_id", tables.platforms, ("id", "name")),
+        (
+            "types",
+            tables.production_type_links,
+            "production_type_id",
+            tables.production_types,
+            ("id", "name", "supertype"),
+        ),
+    ):
+        statement = (
             select(link.c.production_id, *(target.c[name] for name in names))
             .join(target, target.c.id == link.c[key])
             .where(link.c.production_id.in_(ids))
             .order_by(link.c.production_id, link.c.position)
         )
-        for summary in connection.execute(query).mappings():
-            by_id[summary["production_id"]][field].append({name: summary[name] for name in names})
+        summaries.append((field, names, statement))
+    return nick_statement, summaries
+
+
+NICK_STATEMENT, SUMMARY_STATEMENTS = _relation_statements()
+
+
+def attach_relations(connection, rows):
+    """Give each production row its nicks, platforms and types, in loaded order."""
+    by_id = {}
+    for row in rows:
+        row.update(author_nicks=[], author_affiliation_nicks=[], platforms=[], types=[])
+        by_id[row["id"]] = row
+    ids = {"ids": list(by_id)}
+
+    for production_id, role, name, abbreviation, releaser_id, releaser_name, is_group in (
+        connection.execute(NICK_STATEMENT, ids).all()
+    ):
+        by_id[production_id][NICK_LISTS[role]].append(
+            {
+                "name": name,
+                "abbreviation": abbreviation,
+                "releaser": {"id": releaser_id, "name": releaser_name, "is_group": is_group},
+            }
+        )
+    for field, names, statement in SUMMARY_STATEMENTS:
+        for production_id, *values in connection.execute(statement, ids).all():
+            by_id[production_id][field].append(dict(zip(names, values)))
 
 
 class Productions(Resource):
