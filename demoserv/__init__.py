@@ -1,4 +1,5 @@
 """demoserv: a read-only, paginated JSON API over a demoscene catalogue."""
+import gc
 import logging
 import os
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import db, errors, rendering
+from . import db, errors, links, rendering
 from .catalogue import cli as catalogue_cli
 from .catalogue import load_catalogue
 from .resources import BLUEPRINTS
@@ -40,11 +41,15 @@ def create_app(test_config=None):
     db.init_app(app)
     errors.init_app(app)
     rendering.init_app(app)
+    links.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     catalogue_cli.init_app(app)
 
     _seed_first_run(app)
+    # What start-up allocated lives as long as the process: keep it out of the cyclic
+    # collector's full passes, which would otherwise walk it while serving.
+    gc.freeze()
     proxies = int(app.config["TRUSTED_PROXIES"])
     if proxies:
         app.wsgi_app = ProxyFix(

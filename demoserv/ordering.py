@@ -99,16 +99,21 @@ class Ordering:
         rank = key.rank.desc() if self.descending else key.rank.asc()
         return query.where(key.rank.between(bindparam("low"), bindparam("high"))).order_by(rank)
 
-    def parameters(self, start, stop, total, ordered_ids):
-        """What ``statement`` takes for records ``start`` (inclusive) to ``stop``
-        (exclusive) of ``total``. ``ordered_ids()`` gives every id in this order, for
-        orders on several keys."""
+    def rows(self, connection, statement, start, stop, total, ordered_ids):
+        """Records ``start`` (inclusive) to ``stop`` (exclusive) of ``total``, as dicts
+        in this order, selected by ``statement`` (from ``self.statement``).
+        ``ordered_ids()`` gives every id in this order, for orders on several keys."""
         if self.single_key is None:
-            return {"ids": list(ordered_ids()[start:stop])}
+            ids = list(ordered_ids()[start:stop])
+            found = connection.execute(statement, {"ids": ids}).mappings().all()
+            by_id = {row["id"]: row for row in found}
+            return [dict(by_id[record_id]) for record_id in ids]
         if self.descending:
             # Descending is the ascending order reversed: position i from the end.
-            return {"low": total - stop + 1, "high": total - start}
-        return {"low": start + 1, "high": stop}
+            bounds = {"low": total - stop + 1, "high": total - start}
+        else:
+            bounds = {"low": start + 1, "high": stop}
+        return [dict(row) for row in connection.execute(statement, bounds).mappings().all()]
 
     def all_ids(self, connection):
         """Every id in this order: one sort of the whole table, for orders on several

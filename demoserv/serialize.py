@@ -3,9 +3,10 @@
 ``Schema.dump`` spends about a microsecond per field on generality this service does not
 need: its rows come from typed columns, so strings, numbers and booleans are already
 what marshmallow would return. ``compile_dumper`` reads a schema's fields once and
-returns a function that builds the same dicts directly, several times faster on a page
-of productions. Fields it does not know are refused when the schema is compiled, not
-served wrongly; a test checks that it equals ``Schema.dump`` on every record.
+writes a function that builds the same dict as one dict display, several times faster
+on a page of productions. Fields it does not know are refused when the schema is
+compiled, not served wrongly; a test checks that it equals ``Schema.dump`` on every
+record.
 """
 from marshmallow import fields
 
@@ -15,28 +16,27 @@ _PLAIN = (fields.String, fields.Integer, fields.Float, fields.Boolean)
 
 def compile_dumper(schema):
     """A function ``dump(row) -> dict`` equal to ``schema.dump(row)``."""
-    getters = [(field.data_key or name, _getter(name, field)) for name, field in schema.dump_fields.items()]
-
-    def dump(row):
-        return {key: get(row) for key, get in getters}
-
-    return dump
-
-
-def _getter(name, field):
-    attribute = field.attribute or name
-    if isinstance(field, fields.Function):
-        return field.serialize_func
-    if isinstance(field, _PLAIN):
-        return lambda row: row[attribute]
-    if isinstance(field, fields.Nested):
-        nested = compile_dumper(field.schema)
-        return lambda row: None if row[attribute] is None else nested(row[attribute])
-    if isinstance(field, fields.List):
-        inner = field.inner
-        if isinstance(inner, fields.Nested):
-            nested = compile_dumper(inner.schema)
-            return lambda row: [nested(item) for item in row[attribute]]
-        if isinstance(inner, _PLAIN):
-            return lambda row: list(row[attribute])
-    raise TypeError(f"cannot compile field {name!r} of type {type(field).__name__}")
+    namespace = {}
+    entries = []
+    for index, (name, field) in enumerate(schema.dump_fields.items()):
+        value = f"row[{(field.attribute or name)!r}]"
+        helper = f"field_{index}"
+        if isinstance(field, fields.Function):
+            namespace[helper] = field.serialize_func
+            expression = f"{helper}(row)"
+        elif isinstance(field, _PLAIN):
+            expression = value
+        elif isinstance(field, fields.Nested):
+            namespace[helper] = compile_dumper(field.schema)
+            expression = f"(None if {value} is None else {helper}({value}))"
+        elif isinstance(field, fields.List) and isinstance(field.inner, fields.Nested):
+            namespace[helper] = compile_dumper(field.inner.schema)
+            expression = f"[{helper}(item) for item in {value}]"
+        elif isinstance(field, fields.List) and isinstance(field.inner, _PLAIN):
+            expression = f"list({value})"
+        else:
+            raise TypeError(f"cannot compile field {name!r} of type {type(field).__name__}")
+        entries.append(f"{(field.data_key or name)!r}: {expression}")
+    source = "def dump(row):\n    return {" + ", ".join(entries) + "}\n"
+    exec(compile(source, f"<dumper of {type(schema).__name__}>", "exec"), namespace)
+    return namespace["dump"]

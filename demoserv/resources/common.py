@@ -88,7 +88,9 @@ class Resource:
             statement = self._statements[ordering.cache_key] = ordering.statement(
                 select(*self.columns())
             )
-        parameters = ordering.parameters(
+        rows = ordering.rows(
+            connection,
+            statement,
             page.start,
             page.stop,
             page.count,
@@ -96,10 +98,6 @@ class Resource:
                 ("order", ordering.cache_key), lambda: ordering.all_ids(connection)
             ),
         )
-        rows = [dict(row) for row in connection.execute(statement, parameters).mappings().all()]
-        if "ids" in parameters:
-            position = {record_id: index for index, record_id in enumerate(parameters["ids"])}
-            rows.sort(key=lambda row: position[row["id"]])
         if rows:
             self.attach(connection, rows)
         return rows
