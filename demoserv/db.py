@@ -27,7 +27,8 @@ from .errors import APIError
 
 log = logging.getLogger(__name__)
 
-DERIVED_KEPT = 16  # orders on several keys kept per file: 3 MB each at full size
+# Ids of ordered or filtered listings kept per file, in all: 8 bytes each, so 24 MB.
+DERIVED_BUDGET = 3_000_000
 
 
 class CatalogueUnavailable(APIError):
@@ -49,17 +50,19 @@ class Catalogue:
     derived: OrderedDict = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def remember(self, key, compute, keep=DERIVED_KEPT):
-        """``compute()``, once per file while it is among the ``keep`` latest computed:
-        the file cannot change while it is served, so neither can what is derived from it."""
+    def remember(self, key, compute, budget=DERIVED_BUDGET):
+        """``compute()`` (a sequence), once per file while it is among the latest
+        computed whose lengths add up to at most ``budget``: the file cannot change
+        while it is served, so neither can what is derived from it."""
         value = self.derived.get(key)
         if value is None:
-            with self.lock:  # one computation at a time: each may sort a whole table
+            with self.lock:  # one computation at a time: each may read a whole table
                 value = self.derived.get(key)
                 if value is None:
                     value = self.derived[key] = compute()
-                    while len(self.derived) > keep:
-                        self.derived.popitem(last=False)
+                    kept = sum(len(item) for item in self.derived.values())
+                    while kept > budget and len(self.derived) > 1:
+                        kept -= len(self.derived.popitem(last=False)[1])
         return value
 
 

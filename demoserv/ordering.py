@@ -8,14 +8,16 @@ A single key is served from its ``rank_<key>`` column, the record's position in 
 ascending order, computed at load: page k is then a range lookup on a unique index, as
 fast on the last page as on the first. An order on several keys has no rank column: its
 first request sorts the ids once, and the sorted ids are kept while the catalogue file
-is served, so that its later pages are lookups by id.
+is served, so that its later pages are lookups by id. A filtered listing is served the
+same way: its first request finds and orders the matching ids, which also gives its
+count.
 """
 from array import array
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select
 
-from . import tables
+from . import filters, tables
 from .errors import APIError
 
 
@@ -59,6 +61,52 @@ KEYS = {
 DEFAULT_KEY = {"productions": "sortable_title"}
 
 
+def _name_filter(what):
+    return filters.NameEquals("name", f"Only {what} with this name (exact, case-insensitive).")
+
+
+# The filters of each listing, beside its ordering keys.
+FILTERS = {
+    "party_series": [_name_filter("party series")],
+    "platforms": [_name_filter("platforms")],
+    "bbses": [_name_filter("BBSes")],
+    "parties": [
+        _name_filter("parties"),
+        filters.CountryCode("country_code", "Only parties in this country (two letters, any case)."),
+        filters.IdEquals("party_series", "Only editions of the party series with this id.",
+                         column="party_series_id"),
+        filters.DateBound("start_date_before", "Only parties that started before this date.",
+                          column="start_date_key", before=True),
+        filters.DateBound("start_date_since", "Only parties that started on or after this date.",
+                          column="start_date_key", before=False),
+    ],
+    "productions": [
+        filters.TitleEquals("title", "Only productions with this title (exact, case-insensitive)."),
+        filters.LinkedTo("platform", "Only productions for any of these platform ids.",
+                         link=tables.production_platforms, column="platform_id"),
+        filters.LinkedTo("production_type", "Only productions of any of these type ids.",
+                         link=tables.production_type_links, column="production_type_id"),
+        filters.Choice("supertype", "Only productions of this supertype.", column="supertype",
+                       choices=("production", "music", "graphics")),
+        filters.DateBound("released_before", "Only productions released before this date "
+                          "(a partial release date counts as its first day).",
+                          column="release_date_key", before=True),
+        filters.DateBound("released_since", "Only productions released on or after this date "
+                          "(a partial release date counts as its first day).",
+                          column="release_date_key", before=False),
+        filters.LinkedTo("author", "Only productions credited to this releaser id, as an author "
+                         "or as an author's group.", link=tables.production_nicks,
+                         column="releaser_id"),
+    ],
+    "releasers": [
+        _name_filter("releasers"),
+        filters.Flag("is_group", "true: only groups; false: only individual sceners.",
+                     column="is_group"),
+    ],
+    "production_types": [_name_filter("production types")],
+}
+
+
 @dataclass(frozen=True)
 class Ordering:
     """A parsed ``ordering``: (key, descending) terms, first key first."""
@@ -89,37 +137,32 @@ class Ordering:
     def cache_key(self):
         return (self.resource, tuple((key.name, descending) for key, descending in self.terms))
 
-    def statement(self, query):
-        """``query`` narrowed to one page of this order. A single key takes the rank
-        bounds ``low`` and ``high``; several keys take the page's ``ids``."""
+    def rank_statement(self, query):
+        """``query`` narrowed to the rank bounds ``low`` and ``high`` of this order's
+        single key, in this order."""
         key = self.single_key
-        if key is None:
-            id_column = KEYS[self.resource]["id"].column
-            return query.where(id_column.in_(bindparam("ids", expanding=True)))
         rank = key.rank.desc() if self.descending else key.rank.asc()
         return query.where(key.rank.between(bindparam("low"), bindparam("high"))).order_by(rank)
 
-    def rows(self, connection, statement, start, stop, total, ordered_ids):
-        """Records ``start`` (inclusive) to ``stop`` (exclusive) of ``total``, as dicts
-        in this order, selected by ``statement`` (from ``self.statement``).
-        ``ordered_ids()`` gives every id in this order, for orders on several keys."""
-        if self.single_key is None:
-            ids = list(ordered_ids()[start:stop])
-            found = connection.execute(statement, {"ids": ids}).mappings().all()
-            by_id = {row["id"]: row for row in found}
-            return [dict(by_id[record_id]) for record_id in ids]
+    def rank_bounds(self, start, stop, total):
+        """What ``rank_statement`` takes for records ``start`` (inclusive) to ``stop``
+        (exclusive) of the ``total`` records of the table."""
         if self.descending:
             # Descending is the ascending order reversed: position i from the end.
-            bounds = {"low": total - stop + 1, "high": total - start}
-        else:
-            bounds = {"low": start + 1, "high": stop}
-        return [dict(row) for row in connection.execute(statement, bounds).mappings().all()]
+            return {"low": total - stop + 1, "high": total - start}
+        return {"low": start + 1, "high": stop}
 
-    def all_ids(self, connection):
-        """Every id in this order: one sort of the whole table, for orders on several
-        keys, which have no rank column. Kept per catalogue file by the caller."""
+    def sorted_ids(self, connection, conditions=()):
+        """The ids of the records that meet ``conditions``, in this order: one pass
+        over the table (along the rank index for a single key), for a filtered listing
+        or an order on several keys. The caller keeps the result."""
         id_column = KEYS[self.resource]["id"].column
-        query = select(id_column).order_by(*self.clauses())
+        key = self.single_key
+        if key is None:
+            order = self.clauses()
+        else:
+            order = [key.rank.desc() if self.descending else key.rank.asc()]
+        query = select(id_column).where(*conditions).order_by(*order)
         return array("q", connection.execute(query).scalars())
 
 

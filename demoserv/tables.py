@@ -130,6 +130,7 @@ productions = Table(
     Column("supertype", Text, nullable=False),
     Column("tags", JSON, nullable=False),
     Column("sortable_title", Text, nullable=False),
+    Column("title_key", Text, nullable=False),  # lower-cased title, for the title filter
     Column("release_date_key", Text),
     _rank("id"),
     _rank("sortable_title"),
@@ -185,7 +186,11 @@ RECORD_TABLES = {
 # insert, which is much faster than maintaining them row by row.
 INDEXES = [
     Index("production_nicks_by_releaser", production_nicks.c.releaser_id),
+    Index("production_platforms_by_platform", production_platforms.c.platform_id),
+    Index("production_type_links_by_type", production_type_links.c.production_type_id),
     Index("parties_by_party_series", parties.c.party_series_id),
+    Index("productions_by_title_key", productions.c.title_key),
+    Index("releasers_by_is_group", releasers.c.is_group, releasers.c.id),
 ]
 for _table in RECORD_TABLES.values():
     for _column in _table.columns:

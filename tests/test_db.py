@@ -103,15 +103,20 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
 
     with app.app_context():
         catalogue = get_database().current()
-    assert list(catalogue.derived) == [("order", ("productions", (("supertype", False), ("release_date_date", True))))]
+    assert list(catalogue.derived) == [
+        ("ids", ("productions", (("supertype", False), ("release_date_date", True))), ())
+    ]
 
 
-def test_derived_values_are_bounded(tmp_path, loaded_database):
+def test_derived_values_are_bounded_in_size(tmp_path, loaded_database):
     from demoserv.db import Catalogue
 
     catalogue = Catalogue(None, None, "v", "t", {})
     calls = []
     for key in range(20):
-        catalogue.remember(key, lambda key=key: calls.append(key) or key, keep=4)
-    assert catalogue.remember(19, lambda: "again", keep=4) == 19
+        catalogue.remember(key, lambda key=key: calls.append(key) or [key] * 10, budget=40)
+    assert catalogue.remember(19, lambda: "again", budget=40) == [19] * 10
     assert list(catalogue.derived) == [16, 17, 18, 19] and calls == list(range(20))
+    # One value larger than the budget is still kept, alone.
+    catalogue.remember("big", lambda: [0] * 100, budget=40)
+    assert list(catalogue.derived) == ["big"]

@@ -77,7 +77,9 @@ def test_options_describes_the_resource(client, path, name):
     assert response.json["name"] == name and response.json["description"]
     if path == "/api/v1/productions/":
         assert response.json["ordering"] == ["id", "sortable_title", "release_date_date", "supertype"]
-        assert set(response.json["parameters"]) == {"page", "ordering", "format"}
+        assert set(response.json["parameters"]) == {
+            "page", "ordering", "format", "fields", "title", "platform", "production_type",
+            "supertype", "released_before", "released_since", "author"}
 
 
 def test_options_on_a_missing_path_is_404(client):

@@ -268,6 +268,7 @@ class _Builder:
                 "supertype": record["supertype"],
                 "tags": record["tags"],
                 "sortable_title": keys.sortable_title(record["title"]),
+                "title_key": record["title"].lower(),
                 "release_date_key": keys.date_key(record["release_date"]),
             },
         )

@@ -1,9 +1,12 @@
 """What every resource shares: the record URL fields, the nested summaries, and the
 list and detail views built from a resource's declaration."""
+import functools
+
 from flask import Blueprint, request
 from marshmallow import Schema, fields
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
+from .. import filters
 from .. import ordering as ordering_keys
 from .. import pagination
 from ..db import get_catalogue, get_connection
@@ -60,6 +63,22 @@ class PartySeriesSchema(Schema):
     website = fields.String()
 
 
+def parse_fields(value):
+    """The field names ``fields=a,b,c`` asks for, or None for every field."""
+    if not value:
+        return None
+    return frozenset(name.strip() for name in value.split(","))
+
+
+@functools.lru_cache(maxsize=256)
+def dumper(schema, only=None):
+    """The compiled dumper of ``schema``, limited to the fields ``only`` names (unknown
+    names are ignored; the schema's order is kept)."""
+    if only is None:
+        return compile_dumper(schema)
+    return compile_dumper(type(schema)(only=[name for name in schema.fields if name in only]))
+
+
 class Resource:
     """A resource's declaration: its table, schemas and descriptions. A resource module
     subclasses it where its records need more than one table row each."""
@@ -73,7 +92,11 @@ class Resource:
     paged = True  # False: the whole listing is one page
 
     def __init__(self):
-        self._statements = {}  # page statements by ordering, built once each
+        self.record_query = select(*self.columns())
+        self.ids_statement = self.record_query.where(
+            self.table.c.id.in_(bindparam("ids", expanding=True))
+        )
+        self._rank_statements = {}  # by ordering, built once each
 
     def columns(self):
         return [column for column in self.table.columns if column.name in self.schema.fields]
@@ -81,26 +104,39 @@ class Resource:
     def attach(self, connection, rows):
         """Add to ``rows`` (dicts) what they need beyond their own columns."""
 
-    def fetch_page(self, connection, ordering, page, catalogue):
-        """The rows of ``page`` in ``ordering``, with what ``attach`` adds."""
-        statement = self._statements.get(ordering.cache_key)
-        if statement is None:
-            statement = self._statements[ordering.cache_key] = ordering.statement(
-                select(*self.columns())
+    def fetch_listing(self, connection, catalogue, ordering, conditions):
+        """(page, rows) of the listing the request asks for.
+
+        Unfiltered and in one key's order, a page is a range of that key's rank.
+        Otherwise the listing's ids are found and ordered once per catalogue file, and
+        a page is a lookup of its ids.
+        """
+        size = pagination.PAGE_SIZE if self.paged else None
+        if not conditions and ordering.single_key is not None:
+            page = pagination.current_page(catalogue.counts.get(self.name, 0), size)
+            statement = self._rank_statements.get(ordering.cache_key)
+            if statement is None:
+                statement = self._rank_statements[ordering.cache_key] = (
+                    ordering.rank_statement(self.record_query)
+                )
+            bounds = ordering.rank_bounds(page.start, page.stop, page.count)
+            rows = [dict(row) for row in connection.execute(statement, bounds).mappings().all()]
+        else:
+            ids = catalogue.remember(
+                ("ids", ordering.cache_key, conditions.key),
+                lambda: ordering.sorted_ids(connection, conditions.clauses),
             )
-        rows = ordering.rows(
-            connection,
-            statement,
-            page.start,
-            page.stop,
-            page.count,
-            lambda: catalogue.remember(
-                ("order", ordering.cache_key), lambda: ordering.all_ids(connection)
-            ),
-        )
+            page = pagination.current_page(len(ids), size)
+            rows = self.fetch_ids(connection, ids[page.start:page.stop])
         if rows:
             self.attach(connection, rows)
-        return rows
+        return page, rows
+
+    def fetch_ids(self, connection, ids):
+        """The records with ``ids``, in that order, without what ``attach`` adds."""
+        found = connection.execute(self.ids_statement, {"ids": list(ids)}).mappings().all()
+        by_id = {row["id"]: row for row in found}
+        return [dict(by_id[record_id]) for record_id in ids]
 
     def fetch_one(self, connection, record_id):
         query = select(*self.columns()).where(self.table.c.id == record_id)
@@ -117,6 +153,7 @@ class Resource:
         parameters = {
             "format": 'Optional: "api" or "json". The body stays JSON; every url '
             'gets "?format=<value>".',
+            "fields": "Comma-separated field names: only these fields of each record.",
         }
         if not detail:
             parameters = {
@@ -124,6 +161,7 @@ class Resource:
                 + ("" if self.paged else " The whole listing is one page."),
                 "ordering": "Comma-separated sort keys, each optionally prefixed with "
                 f'"-" for descending: {", ".join(keys)}.',
+                **{item.parameter: item.description for item in ordering_keys.FILTERS[self.name]},
                 **parameters,
             }
         return {
@@ -137,18 +175,17 @@ class Resource:
 
     def blueprint(self):
         """The blueprint serving ``/api/v1/<name>/`` and ``/api/v1/<name>/<id>/``."""
-        bp = Blueprint(self.name, __name__, url_prefix=f"/api/v1/{self.name}")
-        dump_record = compile_dumper(self.schema)
-        dump_detail = compile_dumper(self.detail_schema or self.schema)
+        bp = Blueprint(self.name, __name__, url_prefix="/api/v1")
+        detail_schema = self.detail_schema or self.schema
 
         def list_view():
             if request.method == "OPTIONS":
                 return self.describe(detail=False)
             ordering = ordering_keys.parse(self.name, last_arg("ordering"))
-            count = get_catalogue().counts.get(self.name, 0)
-            page = pagination.current_page(count, pagination.PAGE_SIZE if self.paged else None)
-            rows = self.fetch_page(get_connection(), ordering, page, get_catalogue())
-            return pagination.envelope(page, [dump_record(row) for row in rows])
+            conditions = filters.parse(ordering_keys.FILTERS[self.name], self.table, request.args)
+            page, rows = self.fetch_listing(get_connection(), get_catalogue(), ordering, conditions)
+            dump = dumper(self.schema, parse_fields(last_arg("fields")))
+            return pagination.envelope(page, [dump(row) for row in rows])
 
         def detail_view(record_id):
             if request.method == "OPTIONS":
@@ -156,9 +193,15 @@ class Resource:
             row = self.fetch_one(get_connection(), record_id)
             if row is None:
                 raise APIError(404)
-            return dump_detail(row)
+            return dumper(detail_schema, parse_fields(last_arg("fields")))(row)
 
-        for rule, view in (("/", list_view), (f"/<int(max={MAX_ID}):record_id>/", detail_view)):
-            view.provide_automatic_options = False
-            bp.add_url_rule(rule, view.__name__, view, methods=["GET", "OPTIONS"])
+        add_view(bp, f"/{self.name}/", list_view)
+        add_view(bp, f"/{self.name}/<int(max={MAX_ID}):record_id>/", detail_view)
         return bp
+
+
+def add_view(bp, rule, view):
+    """Route ``rule`` to ``view`` for GET (and so HEAD) and OPTIONS; the view answers
+    OPTIONS itself, with a description."""
+    view.provide_automatic_options = False
+    bp.add_url_rule(rule, view.__name__, view, methods=["GET", "OPTIONS"])

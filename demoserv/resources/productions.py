@@ -1,16 +1,24 @@
 """Productions: demos, intros, music, graphics, ... with their authors, platforms and
 types. The nested records of a page are fetched with one query per relation."""
+from flask import current_app, request
 from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
 from .. import tables
+from ..db import get_connection
+from ..errors import APIError
 from ..links import site_url
+from ..rendering import JSON_TYPE, last_arg
 from .common import (
+    MAX_ID,
     SECTIONS,
     NickSchema,
     PlatformSchema,
     ProductionTypeSchema,
     Resource,
+    add_view,
+    dumper,
+    parse_fields,
     record_url,
 )
 
@@ -32,6 +40,7 @@ class ProductionSchema(Schema):
 
 
 NICK_LISTS = {"author": "author_nicks", "affiliation": "author_affiliation_nicks"}
+BATCH = 5000  # ids per query, well within SQLite's limit on parameters
 
 
 def _relation_statements():
@@ -109,6 +118,47 @@ class Productions(Resource):
 
     def attach(self, connection, rows):
         attach_relations(connection, rows)
+
+    def fetch_by_releaser(self, connection, releaser_id):
+        """A releaser's productions, as author or as an author's group: newest first,
+        those without a date last, ties by id (descending); None if no such releaser."""
+        releasers, nicks, productions = tables.releasers, tables.production_nicks, self.table
+        if connection.execute(select(releasers.c.id).where(releasers.c.id == releaser_id)).first() is None:
+            return None
+        credited = select(nicks.c.production_id).where(nicks.c.releaser_id == releaser_id)
+        ids = connection.execute(
+            select(productions.c.id)
+            .where(productions.c.id.in_(credited))
+            .order_by(productions.c.release_date_key.desc().nulls_last(), productions.c.id.desc())
+        ).scalars().all()
+        rows = []
+        for start in range(0, len(ids), BATCH):  # within SQLite's limit on parameters
+            rows += self.fetch_ids(connection, ids[start:start + BATCH])
+        if rows:
+            self.attach(connection, rows)
+        return rows
+
+    def blueprint(self):
+        bp = super().blueprint()
+
+        def releaser_productions(record_id):
+            if request.method == "OPTIONS":
+                return {
+                    "name": "Releaser Production List",
+                    "description": "A releaser's productions, as author or as an author's "
+                    "group: newest first, undated last, ties by id. Not paged.",
+                    "renders": [JSON_TYPE],
+                    "parses": [],
+                    "parameters": {"fields": "Comma-separated field names: only these fields."},
+                }
+            rows = self.fetch_by_releaser(get_connection(), record_id)
+            if rows is None:
+                raise APIError(404)
+            dump = dumper(self.schema, parse_fields(last_arg("fields")))
+            return current_app.json.response([dump(row) for row in rows])
+
+        add_view(bp, f"/releasers/<int(max={MAX_ID}):record_id>/productions/", releaser_productions)
+        return bp
 
 
 bp = Productions().blueprint()
