@@ -185,12 +185,10 @@ def parse(resource, value):
                 f'{", ".join(keys)}, separated by commas, each optionally prefixed '
                 'with "-" for descending order.',
             )
-        if name in seen:
-            continue
+        if name in seen or "id" in seen:
+            continue  # a repeated key, or one after id (unique), can decide nothing
         seen.add(name)
         terms.append((keys[name], descending))
-        if name == "id":
-            break  # id is unique: later keys could never decide anything
     return Ordering(resource, tuple(terms))
 
 

@@ -64,17 +64,33 @@ def _negotiate():
 
 
 def _accepts_json():
-    if not request.headers.get("Accept", "").strip():
+    """Whether the Accept header admits JSON. Media-type parameters other than q
+    (``application/json; charset=utf-8``) do not make JSON unacceptable."""
+    header = request.headers.get("Accept", "").strip()
+    if not header:
         return True
-    return request.accept_mimetypes.quality(JSON_TYPE) > 0
+    for media_range in header.split(","):
+        media_type, *parameters = (part.strip() for part in media_range.split(";"))
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0 and media_type.lower() in (JSON_TYPE, "application/*", "*/*", "*"):
+            return True
+    return False
 
 
 def _label(response):
+    if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
+        # Werkzeug's redirects have an HTML body; give them the API's shape.
+        response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
+        response.headers["Content-Type"] = JSON_TYPE
     if not is_api_request():
         return response
-    if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
-        # Werkzeug's trailing-slash redirect has an HTML body; give it the API's shape.
-        response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
     response.headers["Allow"] = ALLOW
     response.headers["Content-Type"] = JSON_TYPE
     response.vary.add("Accept")

@@ -75,6 +75,7 @@ def test_options_describes_the_resource(client, path, name):
     assert response.status_code == 200
     assert_api_headers(response)
     assert response.json["name"] == name and response.json["description"]
+    assert ("ordering" in response.json) == path.endswith("productions/")
     if path == "/api/v1/productions/":
         assert response.json["ordering"] == ["id", "sortable_title", "release_date_date", "supertype"]
         assert set(response.json["parameters"]) == {
@@ -97,6 +98,11 @@ def test_options_on_a_missing_path_is_404(client):
         ("text/html", 406),
         ("application/xml, text/csv", 406),
         ("application/json;q=0", 406),
+        ("application/json; charset=utf-8", 200),
+        ("application/json;indent=4", 200),
+        ("text/html;q=1, application/json; version=1.0;q=0.5", 200),
+        ("application/vnd.api+json", 406),
+        ("application/json;q=zero", 406),
         ("", 200),
     ],
 )
@@ -162,3 +168,4 @@ def test_site_root_points_at_the_api(client):
     response = client.get("/")
     assert response.status_code == 302
     assert response.headers["Location"].endswith("/api/v1/")
+    assert response.headers["Content-Type"] == "application/json" and "detail" in response.json

@@ -109,6 +109,7 @@ def test_sortable_title(title, key):
 @pytest.mark.parametrize(
     "value",
     ["foo", "", ",", "title", "--sortable_title", "-", "sortable_title,", "id;DROP TABLE productions",
+     "id,nope", "id,", "-id,--id",
      "sortable_title,nope", "Sortable_Title", "sortable_title DESC"],
 )
 def test_bad_ordering_is_400_naming_the_key(client, value):

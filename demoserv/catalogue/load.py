@@ -117,7 +117,9 @@ def read_records(path, schema, progress):
             try:
                 data = orjson.loads(text)
             except orjson.JSONDecodeError as error:
-                raise CatalogueError(f"{where}: invalid JSON: {error}") from None
+                raise CatalogueError(
+                    f"{where}: invalid JSON: {error.msg} at column {error.pos + 1}"
+                ) from None
             if not isinstance(data, dict):
                 raise CatalogueError(f"{where}: record: not a JSON object")
             try:

@@ -164,14 +164,16 @@ class Resource:
                 **{item.parameter: item.description for item in ordering_keys.FILTERS[self.name]},
                 **parameters,
             }
-        return {
+        description = {
             "name": f"{self.title} {'Instance' if detail else 'List'}",
             "description": self.description,
             "renders": [JSON_TYPE],
             "parses": [],
-            "ordering": keys,
             "parameters": parameters,
         }
+        if not detail:
+            description["ordering"] = keys
+        return description
 
     def blueprint(self):
         """The blueprint serving ``/api/v1/<name>/`` and ``/api/v1/<name>/<id>/``."""
