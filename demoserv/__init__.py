@@ -7,7 +7,7 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import db, errors, links, rendering
+from . import caching, compression, db, errors, links, rendering
 from .catalogue import cli as catalogue_cli
 from .catalogue import load_catalogue
 from .resources import BLUEPRINTS
@@ -23,6 +23,8 @@ DEFAULTS = {
     "SEED_DIR": str(Path(__file__).resolve().parent.parent / "seed"),
     # Number of proxies in front whose X-Forwarded-Proto/-Host/-Port/-Prefix to trust.
     "TRUSTED_PROXIES": 0,
+    # Seconds that clients and caches may reuse an answer (Cache-Control max-age).
+    "CACHE_MAX_AGE": 300,
 }
 
 
@@ -40,8 +42,13 @@ def create_app(test_config=None):
 
     db.init_app(app)
     errors.init_app(app)
+    # Flask runs before_request hooks in the order they are added and after_request
+    # hooks in the reverse order: compression goes first so that it sees the final
+    # body and headers; negotiation goes before the conditional answers.
+    compression.init_app(app)
     rendering.init_app(app)
     links.init_app(app)
+    caching.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     catalogue_cli.init_app(app)

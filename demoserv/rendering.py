@@ -4,7 +4,8 @@
   ``url`` in it carries the suffix); any other value is a 400.
 - Without ``format``, an ``Accept`` header that admits no JSON gets a 406.
 - Every response under the prefix, errors and redirects included, carries
-  ``Allow``, ``Content-Type: application/json`` and ``Vary: Accept``.
+  ``Allow``, ``Content-Type: application/json``, ``Vary: Accept`` and CORS headers
+  that let any origin read it; every response carries ``X-Content-Type-Options``.
 """
 import orjson
 from flask import request
@@ -85,6 +86,7 @@ def _accepts_json():
 
 
 def _label(response):
+    response.headers["X-Content-Type-Options"] = "nosniff"
     if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
@@ -92,8 +94,18 @@ def _label(response):
     if not is_api_request():
         return response
     response.headers["Allow"] = ALLOW
-    response.headers["Content-Type"] = JSON_TYPE
+    if response.status_code != 304:
+        response.headers["Content-Type"] = JSON_TYPE
     response.vary.add("Accept")
+    # CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send.
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Expose-Headers"] = "ETag, Last-Modified"
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        response.headers["Access-Control-Allow-Methods"] = ALLOW
+        requested = request.headers.get("Access-Control-Request-Headers")
+        if requested:
+            response.headers["Access-Control-Allow-Headers"] = requested
+        response.headers["Access-Control-Max-Age"] = "86400"
     return response
 
 

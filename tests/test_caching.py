@@ -1,0 +1,116 @@
+"""ETag, Last-Modified, Cache-Control and 304; CORS; compression; nosniff."""
+import gzip
+
+import brotli
+import pytest
+
+from demoserv.catalogue import load_catalogue
+
+from . import catalogue_factory
+
+PATH = "/api/v1/productions/?page=2&ordering=-id"
+
+
+def test_cache_headers_on_every_200(client):
+    for path in (PATH, "/api/v1/", "/api/v1/platforms/1/", "/api/v1/bbses/?name=x"):
+        response = client.get(path)
+        assert response.status_code == 200
+        assert response.headers["ETag"].startswith('"') and response.headers["ETag"].endswith('"')
+        assert response.headers["Cache-Control"] == "public, max-age=300"
+        assert response.headers["Last-Modified"].endswith(" GMT")
+    assert "ETag" not in client.get("/api/v1/productions/?page=0").headers
+
+
+def test_etags_differ_by_request(client):
+    tags = {client.get(path).headers["ETag"] for path in
+            (PATH, PATH + "&format=api", "/api/v1/productions/", "/api/v1/")}
+    assert len(tags) == 4
+
+
+def test_if_none_match_round_trip(client):
+    first = client.get(PATH)
+    tag = first.headers["ETag"]
+    again = client.get(PATH, headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.data == b""
+    assert again.headers["ETag"] == tag and again.headers["Cache-Control"] == "public, max-age=300"
+    assert client.get(PATH, headers={"If-None-Match": f'"other", W/{tag}'}).status_code == 304
+    assert client.get(PATH, headers={"If-None-Match": "*"}).status_code == 304
+    assert client.head(PATH, headers={"If-None-Match": tag}).status_code == 304
+    stale = client.get(PATH, headers={"If-None-Match": '"not-it"'})
+    assert stale.status_code == 200 and stale.json == first.json
+
+
+def test_if_modified_since(client):
+    modified = client.get(PATH).headers["Last-Modified"]
+    assert client.get(PATH, headers={"If-Modified-Since": modified}).status_code == 304
+    assert client.get(PATH, headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code == 200
+    # If-None-Match decides when both are given.
+    both = {"If-Modified-Since": modified, "If-None-Match": '"not-it"'}
+    assert client.get(PATH, headers=both).status_code == 200
+
+
+def test_etag_changes_after_a_reload(make_app, tmp_path):
+    database = tmp_path / "db.sqlite3"
+    folder = catalogue_factory.write(catalogue_factory.build(seed=9, productions=120), tmp_path / "c")
+    load_catalogue(folder, database)
+    client = make_app(database).test_client()
+    tag = client.get(PATH).headers["ETag"]
+    assert client.get(PATH, headers={"If-None-Match": tag}).status_code == 304
+    load_catalogue(folder, database)  # the same records, a new load
+    response = client.get(PATH, headers={"If-None-Match": tag})
+    assert response.status_code == 200 and response.headers["ETag"] != tag
+
+
+def test_max_age_is_configuration(make_app, loaded_database):
+    client = make_app(loaded_database, CACHE_MAX_AGE=60).test_client()
+    assert client.get("/api/v1/").headers["Cache-Control"] == "public, max-age=60"
+
+
+@pytest.mark.parametrize("encoding, decode", [("gzip", gzip.decompress), ("br", brotli.decompress)])
+def test_compression(client, encoding, decode):
+    plain = client.get(PATH)
+    packed = client.get(PATH, headers={"Accept-Encoding": encoding})
+    assert packed.headers["Content-Encoding"] == encoding
+    assert "Accept-Encoding" in packed.headers["Vary"]
+    assert decode(packed.data) == plain.data
+    assert len(packed.data) < len(plain.data) / 4
+    assert packed.headers["ETag"] == plain.headers["ETag"][:-1] + f'-{encoding}"'
+    head = client.head(PATH, headers={"Accept-Encoding": encoding})
+    assert head.headers["Content-Length"] == str(len(packed.data))
+    # The compressed form's ETag is good for a conditional request too.
+    assert client.get(PATH, headers={"If-None-Match": packed.headers["ETag"]}).status_code == 304
+
+
+@pytest.mark.parametrize(
+    "accept, expected",
+    [("gzip, br", "br"), ("br;q=0.5, gzip", "gzip"), ("*", "br"), ("identity", None),
+     ("gzip;q=0", None), ("", None), ("deflate", None)],
+)
+def test_encoding_choice(client, accept, expected):
+    response = client.get(PATH, headers={"Accept-Encoding": accept})
+    assert response.headers.get("Content-Encoding") == expected
+
+
+def test_small_bodies_are_not_compressed(client):
+    response = client.get("/api/v1/", headers={"Accept-Encoding": "gzip"})
+    assert len(response.data) < 1024 and "Content-Encoding" not in response.headers
+
+
+def test_cors(client):
+    response = client.get(PATH, headers={"Origin": "https://example.org"})
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+    error = client.get("/api/v1/nothing/", headers={"Origin": "https://example.org"})
+    assert error.headers["Access-Control-Allow-Origin"] == "*"
+    preflight = client.options(PATH, headers={
+        "Origin": "https://example.org", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "If-None-Match, X-Client"})
+    assert preflight.status_code == 200
+    assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+    assert preflight.headers["Access-Control-Allow-Methods"] == "GET, HEAD, OPTIONS"
+    assert preflight.headers["Access-Control-Allow-Headers"] == "If-None-Match, X-Client"
+    assert int(preflight.headers["Access-Control-Max-Age"]) > 0
+
+
+@pytest.mark.parametrize("path", ["/api/v1/", PATH, "/api/v1/nothing/", "/", "/elsewhere", "/api/v1/productions"])
+def test_nosniff_everywhere(client, path):
+    assert client.get(path).headers["X-Content-Type-Options"] == "nosniff"
