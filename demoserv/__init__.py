@@ -7,7 +7,7 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import caching, compression, db, errors, links, rendering
+from . import caching, compression, db, errors, links, openapi, rendering
 from .catalogue import cli as catalogue_cli
 from .catalogue import load_catalogue
 from .resources import BLUEPRINTS
@@ -51,6 +51,7 @@ def create_app(test_config=None):
     caching.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    app.register_blueprint(openapi.bp)
     catalogue_cli.init_app(app)
 
     _seed_first_run(app)

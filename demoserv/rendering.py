@@ -14,6 +14,7 @@ from flask.json.provider import JSONProvider
 from .errors import APIError
 
 API_PREFIX = "/api/v1"
+DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
 FORMATS = ("api", "json")
 ALLOW = "GET, HEAD, OPTIONS"
 JSON_TYPE = "application/json"
@@ -40,7 +41,10 @@ def last_arg(name):
 
 
 def is_api_request():
-    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+    """Whether the request is for the JSON API (everything under the prefix but the
+    docs page)."""
+    path = request.path
+    return (path == API_PREFIX or path.startswith(API_PREFIX + "/")) and path != DOCS_PATH
 
 
 def response_format():

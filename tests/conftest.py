@@ -5,6 +5,7 @@ from demoserv import create_app
 from demoserv.catalogue import load_catalogue
 
 from . import catalogue_factory
+from .openapi_check import ValidatingClient
 
 SITE_URL = "https://site.example"
 
@@ -31,10 +32,12 @@ def loaded_database(catalogue_dir, tmp_path_factory):
 @pytest.fixture
 def make_app(tmp_path):
     def make(database, **config):
-        return create_app(
+        app = create_app(
             {"TESTING": True, "DATABASE": str(database), "SITE_URL": SITE_URL, "SEED_DIR": "",
              **config}
         )
+        app.test_client_class = ValidatingClient  # every answer is checked against the OpenAPI document
+        return app
     return make
 
 

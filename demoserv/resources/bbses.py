@@ -24,4 +24,5 @@ class BBSes(Resource):
     description = "Bulletin board systems of the demoscene."
 
 
-bp = BBSes().blueprint()
+resource = BBSes()
+bp = resource.blueprint()

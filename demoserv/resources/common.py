@@ -19,14 +19,23 @@ MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 SECTIONS = {"production": "productions", "music": "music", "graphics": "graphics"}
 
 
+URL = {"type": "string", "format": "uri"}  # how an address field is documented
+
+
 def record_url(resource):
     """The ``url`` field: the record's address in the API."""
-    return fields.Function(lambda record: api_url(resource, record["id"]))
+    return fields.Function(
+        lambda record: api_url(resource, record["id"]),
+        metadata={**URL, "description": "The record's address in this API."},
+    )
 
 
 def service_url(path):
     """The ``service_url`` field: the record's public page, ``path`` formatted with id."""
-    return fields.Function(lambda record: site_url(path.format(id=record["id"])))
+    return fields.Function(
+        lambda record: site_url(path.format(id=record["id"])),
+        metadata={**URL, "description": "The record's page on the public site."},
+    )
 
 
 class PlatformSchema(Schema):

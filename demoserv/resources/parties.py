@@ -59,4 +59,5 @@ class Parties(Resource):
         return record
 
 
-bp = Parties().blueprint()
+resource = Parties()
+bp = resource.blueprint()

@@ -11,4 +11,5 @@ class PartySeries(Resource):
     description = "Recurring demoparties, such as Assembly or Revision."
 
 
-bp = PartySeries().blueprint()
+resource = PartySeries()
+bp = resource.blueprint()

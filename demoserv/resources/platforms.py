@@ -12,4 +12,5 @@ class Platforms(Resource):
     paged = False
 
 
-bp = Platforms().blueprint()
+resource = Platforms()
+bp = resource.blueprint()

@@ -11,4 +11,5 @@ class ProductionTypes(Resource):
     description = "Kinds of production, each of supertype production, music or graphics."
 
 
-bp = ProductionTypes().blueprint()
+resource = ProductionTypes()
+bp = resource.blueprint()

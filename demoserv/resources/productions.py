@@ -12,6 +12,7 @@ from ..rendering import JSON_TYPE, last_arg
 from .common import (
     MAX_ID,
     SECTIONS,
+    URL,
     NickSchema,
     PlatformSchema,
     ProductionTypeSchema,
@@ -26,7 +27,8 @@ from .common import (
 class ProductionSchema(Schema):
     url = record_url("productions")
     service_url = fields.Function(
-        lambda record: site_url(f"/{SECTIONS[record['supertype']]}/{record['id']}/")
+        lambda record: site_url(f"/{SECTIONS[record['supertype']]}/{record['id']}/"),
+        metadata={**URL, "description": "The production's page on the public site."},
     )
     id = fields.Integer()
     title = fields.String()
@@ -161,4 +163,5 @@ class Productions(Resource):
         return bp
 
 
-bp = Productions().blueprint()
+resource = Productions()
+bp = resource.blueprint()

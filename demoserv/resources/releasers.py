@@ -3,14 +3,15 @@ from marshmallow import fields
 
 from .. import tables
 from ..links import site_url
-from .common import ReleaserSchema, Resource
+from .common import URL, ReleaserSchema, Resource
 
 
 class ReleaserDetailSchema(ReleaserSchema):
     service_url = fields.Function(
         lambda record: site_url(
             f"/{'groups' if record['is_group'] else 'sceners'}/{record['id']}/"
-        )
+        ),
+        metadata={**URL, "description": "The group's or scener's page on the public site."},
     )
 
     class Meta:
@@ -26,4 +27,5 @@ class Releasers(Resource):
     description = "Groups and individual sceners who release productions."
 
 
-bp = Releasers().blueprint()
+resource = Releasers()
+bp = resource.blueprint()

@@ -1,0 +1,68 @@
+"""Every response the test clients receive is checked against the OpenAPI document."""
+import gzip
+import json
+import re
+
+import brotli
+from flask.testing import FlaskClient
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from demoserv.openapi import build
+
+SPEC = build()
+REGISTRY = Registry().with_resource("urn:spec", Resource.from_contents(SPEC, default_specification=DRAFT202012))
+TEMPLATES = [
+    (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), path) for path in SPEC["paths"]
+]
+ERROR = {"$ref": "urn:spec#/components/schemas/Error"}
+DECODE = {"gzip": gzip.decompress, "br": brotli.decompress}
+checked = {"count": 0}
+
+
+def _pointer(*parts):
+    return "urn:spec#/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def expected_schema(method, path, status):
+    """The schema the document gives for this answer (None: a body that is not JSON)."""
+    template = next((t for pattern, t in TEMPLATES if pattern.match(path)), None)
+    operation = SPEC["paths"].get(template, {}).get(method.lower()) if template else None
+    if operation is None:
+        assert status >= 300, f"{method} {path} answered {status} but is not documented"
+        return ERROR
+    responses = operation["responses"]
+    if str(status) not in responses:
+        assert status >= 400, f"{method} {template}: status {status} is not documented"
+        return ERROR
+    content = responses[str(status)].get("content", {})
+    if "application/json" not in content:
+        return None
+    return {"$ref": _pointer("paths", template, method.lower(), "responses", str(status),
+                             "content", "application/json", "schema")}
+
+
+def check(method, path, response):
+    if method == "HEAD" or response.status_code == 304:
+        assert response.data == b""
+        return
+    schema = expected_schema(method, path, response.status_code)
+    if schema is None:
+        return
+    body = response.get_data()
+    encoding = response.headers.get("Content-Encoding")
+    if encoding:
+        body = DECODE[encoding](body)
+    Draft202012Validator(schema, registry=REGISTRY).validate(json.loads(body))
+    checked["count"] += 1
+
+
+class ValidatingClient(FlaskClient):
+    """A test client that checks each answer against the OpenAPI document."""
+
+    def open(self, *args, **kwargs):
+        response = super().open(*args, **kwargs)
+        request = response.request
+        check(request.method, request.path, response)
+        return response

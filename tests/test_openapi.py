@@ -1,0 +1,62 @@
+"""The OpenAPI document and the docs page."""
+import re
+
+import pytest
+from jsonschema import ValidationError
+from openapi_spec_validator import validate
+
+from demoserv import ordering
+
+from .openapi_check import SPEC, check
+
+
+def test_the_document_is_valid_openapi_3_1(client):
+    document = client.get("/api/v1/openapi.json").json
+    assert document["openapi"] == "3.1.0"
+    assert document["servers"] == [{"url": "http://localhost"}]
+    validate(document)
+
+
+def test_every_listing_documents_its_ordering_keys_and_filters():
+    for resource, keys in ordering.KEYS.items():
+        operation = SPEC["paths"][f"/api/v1/{resource}/"]["get"]
+        parameters = {p["name"]: p for p in operation["parameters"]}
+        assert all(key in parameters["ordering"]["description"] for key in keys)
+        for item in ordering.FILTERS[resource]:
+            assert parameters[item.parameter]["description"] == item.description
+        assert {"page", "format", "fields"} <= set(parameters)
+        assert f"/api/v1/{resource}/{{id}}/" in SPEC["paths"]
+    assert "/api/v1/releasers/{id}/productions/" in SPEC["paths"]
+
+
+class Answer:
+    def __init__(self, status, body):
+        self.status_code, self._body, self.headers, self.data = status, body, {}, body
+
+    def get_data(self):
+        return self._body
+
+
+@pytest.mark.parametrize(
+    "path, status, body",
+    [
+        ("/api/v1/platforms/", 200, b'{"count": 1, "next": null, "previous": null, "results": [{"id": "1"}]}'),
+        ("/api/v1/platforms/", 200, b'{"count": 1, "next": null, "results": []}'),
+        ("/api/v1/productions/3/", 200, b'{"id": 3, "colour": "red"}'),
+        ("/api/v1/productions/3/", 404, b'{"error": "Not found."}'),
+    ],
+)
+def test_the_check_rejects_answers_the_document_does_not_allow(path, status, body):
+    with pytest.raises(ValidationError):
+        check("GET", path, Answer(status, body))
+
+
+def test_docs_page(client):
+    response = client.get("/api/v1/docs/")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/html")
+    page = response.get_data(as_text=True)
+    assert "../openapi.json" in page
+    # Self-contained: nothing loaded from elsewhere.
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "<script src" not in page and "<link" not in page
