@@ -137,12 +137,16 @@ class Ordering:
     def cache_key(self):
         return (self.resource, tuple((key.name, descending) for key, descending in self.terms))
 
+    def _by_rank(self):
+        """ORDER BY the single key's rank column: the same order, on a unique index."""
+        rank = self.single_key.rank
+        return rank.desc() if self.descending else rank.asc()
+
     def rank_statement(self, query):
         """``query`` narrowed to the rank bounds ``low`` and ``high`` of this order's
         single key, in this order."""
-        key = self.single_key
-        rank = key.rank.desc() if self.descending else key.rank.asc()
-        return query.where(key.rank.between(bindparam("low"), bindparam("high"))).order_by(rank)
+        rank = self.single_key.rank
+        return query.where(rank.between(bindparam("low"), bindparam("high"))).order_by(self._by_rank())
 
     def rank_bounds(self, start, stop, total):
         """What ``rank_statement`` takes for records ``start`` (inclusive) to ``stop``
@@ -157,11 +161,7 @@ class Ordering:
         over the table (along the rank index for a single key), for a filtered listing
         or an order on several keys. The caller keeps the result."""
         id_column = KEYS[self.resource]["id"].column
-        key = self.single_key
-        if key is None:
-            order = self.clauses()
-        else:
-            order = [key.rank.desc() if self.descending else key.rank.asc()]
+        order = self.clauses() if self.single_key is None else [self._by_rank()]
         query = select(id_column).where(*conditions).order_by(*order)
         return array("q", connection.execute(query).scalars())
 
