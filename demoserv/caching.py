@@ -14,7 +14,7 @@ from flask import current_app, request
 from werkzeug.http import http_date, parse_date
 
 from .db import CatalogueUnavailable, get_catalogue
-from .rendering import is_api_request
+from .rendering import API_PREFIX
 
 ENCODING_SUFFIXES = ("-gzip", "-br")
 
@@ -41,7 +41,10 @@ def _loaded_at():
 
 
 def _cacheable():
-    return request.method in ("GET", "HEAD") and is_api_request()
+    # The whole prefix: the JSON API and its docs page.
+    path = request.path
+    under_prefix = path == API_PREFIX or path.startswith(API_PREFIX + "/")
+    return request.method in ("GET", "HEAD") and under_prefix
 
 
 def _answer_conditional():

@@ -1,10 +1,11 @@
-"""gzip and brotli for JSON bodies over 1 KB, when the client accepts them."""
+"""gzip and brotli for JSON and HTML bodies over 1 KB, when the client accepts them."""
 import gzip
 
 import brotli
 from flask import request
 
 MINIMUM_SIZE = 1024
+COMPRESSED_TYPES = ("application/json", "text/html")
 # Levels chosen for speed: a page of productions compresses about ten-fold either way.
 GZIP_LEVEL = 5
 BROTLI_QUALITY = 4
@@ -28,7 +29,7 @@ def _compress(response):
         or response.status_code < 200
         or response.status_code in (204, 304)
         or "Content-Encoding" in response.headers
-        or response.mimetype != "application/json"
+        or response.mimetype not in COMPRESSED_TYPES
     ):
         return response
     body = response.get_data()
