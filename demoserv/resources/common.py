@@ -148,7 +148,7 @@ class Resource:
         return [dict(by_id[record_id]) for record_id in ids]
 
     def fetch_one(self, connection, record_id):
-        query = select(*self.columns()).where(self.table.c.id == record_id)
+        query = self.record_query.where(self.table.c.id == record_id)
         row = connection.execute(query).mappings().first()
         if row is None:
             return None
