@@ -7,7 +7,8 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import caching, compression, db, errors, links, openapi, rendering
+from . import access_log, caching, compression, db, errors, guard, links, openapi, rendering
+from .access_log import AccessLog
 from .catalogue import cli as catalogue_cli
 from .catalogue import load_catalogue
 from .resources import BLUEPRINTS
@@ -23,6 +24,8 @@ DEFAULTS = {
     "SEED_DIR": str(Path(__file__).resolve().parent.parent / "seed"),
     # Number of proxies in front whose X-Forwarded-Proto/-Host/-Port/-Prefix to trust.
     "TRUSTED_PROXIES": 0,
+    # Host names served (Flask's setting); None serves any. Set it in production.
+    "TRUSTED_HOSTS": None,
     # Seconds that clients and caches may reuse an answer (Cache-Control max-age).
     "CACHE_MAX_AGE": 300,
 }
@@ -40,8 +43,10 @@ def create_app(test_config=None):
         app.config.from_mapping(test_config)
     os.makedirs(app.instance_path, exist_ok=True)
 
+    access_log.configure(app)
     db.init_app(app)
     errors.init_app(app)
+    guard.init_app(app)
     # Flask runs before_request hooks in the order they are added and after_request
     # hooks in the reverse order: compression goes first so that it sees the final
     # body and headers; negotiation goes before the conditional answers.
@@ -64,6 +69,7 @@ def create_app(test_config=None):
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies,
             x_prefix=proxies,
         )
+    app.wsgi_app = AccessLog(app.wsgi_app)
     return app
 
 

@@ -98,7 +98,8 @@ class Database:
         """The catalogue the path names now, opened once per file."""
         try:
             file_id = _file_id(os.stat(self.path))
-        except OSError:
+        except OSError as error:
+            log.error("cannot read catalogue %s: %s", self.path, error)
             raise CatalogueUnavailable(
                 "The catalogue is not available: no catalogue has been loaded."
             ) from None

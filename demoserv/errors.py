@@ -2,7 +2,7 @@
 import logging
 
 from flask import current_app, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, SecurityError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ def _handle_api_error(error):
 def _handle_http_exception(error):
     if error.code == 405:
         detail = f'Method "{request.method}" not allowed.'
+    elif isinstance(error, SecurityError):
+        detail = "Host not allowed: this server does not answer for that host name."
     else:
         detail = DETAILS.get(error.code) or error.description or error.name
     response, status = json_error(error.code, detail)
