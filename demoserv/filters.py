@@ -17,7 +17,7 @@ from .catalogue.keys import date_key, name_key
 from .catalogue.schemas import MAX_ID, check_partial_date
 from .errors import APIError
 
-_ID = re.compile(r"[0-9]{1,19}")
+_ID = re.compile(r"[0-9]{1,19}")  # at most 19 digits: SQLite's integers
 
 
 def _invalid(parameter, expected):
@@ -30,12 +30,18 @@ def _record_id(parameter, value):
     return int(value)
 
 
+ID_PATTERN = "[0-9]{1,19}"
+
+
 @dataclass(frozen=True)
 class Filter:
+    """A filter on one parameter. Its OpenAPI ``schema`` admits the empty string, which
+    is no filter."""
+
     parameter: str
     description: str
     repeatable = False
-    schema = {"type": "string"}  # the parameter's OpenAPI schema
+    schema = {"type": "string"}
 
     def condition(self, table, values):
         """The SQL condition for the parameter's non-empty ``values``."""
@@ -62,7 +68,7 @@ class TitleEquals(Filter):
 
 @dataclass(frozen=True)
 class CountryCode(Filter):
-    schema = {"type": "string", "pattern": "^[A-Za-z]{2}$"}
+    schema = {"type": "string", "pattern": "^([A-Za-z]{2})?$"}
 
     def condition(self, table, values):
         if not re.fullmatch(r"[A-Za-z]{2}", values[-1]):
@@ -77,7 +83,7 @@ class Choice(Filter):
 
     @property
     def schema(self):
-        return {"type": "string", "enum": list(self.choices)}
+        return {"type": "string", "enum": [*self.choices, ""]}
 
     def condition(self, table, values):
         if values[-1] not in self.choices:
@@ -88,7 +94,7 @@ class Choice(Filter):
 @dataclass(frozen=True)
 class Flag(Filter):
     column: str = ""
-    schema = {"type": "string", "enum": ["true", "false"]}
+    schema = {"type": "string", "enum": ["true", "false", ""]}
 
     def condition(self, table, values):
         if values[-1] not in ("true", "false"):
@@ -99,7 +105,7 @@ class Flag(Filter):
 @dataclass(frozen=True)
 class IdEquals(Filter):
     column: str = ""
-    schema = {"type": "integer", "minimum": 1}
+    schema = {"type": "string", "pattern": f"^({ID_PATTERN})?$"}
 
     def condition(self, table, values):
         return table.c[self.column] == _record_id(self.parameter, values[-1])
@@ -112,7 +118,7 @@ class DateBound(Filter):
 
     column: str = ""
     before: bool = True
-    schema = {"type": "string", "pattern": "^[0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?$"}
+    schema = {"type": "string", "pattern": "^([0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?)?$"}
 
     def condition(self, table, values):
         try:
@@ -132,7 +138,10 @@ class LinkedTo(Filter):
     link: object = None  # the link table
     column: str = ""  # its column holding the given ids
     repeatable = True
-    schema = {"type": "array", "items": {"type": "integer", "minimum": 1}}
+    schema = {
+        "type": "array",
+        "items": {"type": "string", "pattern": f"^({ID_PATTERN}(,{ID_PATTERN})*)?$"},
+    }
 
     def condition(self, table, values):
         ids = [

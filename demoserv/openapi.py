@@ -8,6 +8,7 @@ from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
 from . import ordering
+from .catalogue.schemas import MAX_ID
 from .pagination import PAGE_SIZE
 from .rendering import DOCS_PATH, JSON_TYPE
 from .resources import RESOURCES, root
@@ -59,23 +60,28 @@ def _parameter(name, description, schema, **more):
 
 
 COMMON_PARAMETERS = [
-    _parameter("format", 'The body is JSON either way; every url gets "?format=<value>".',
-               {"type": "string", "enum": ["api", "json"]}),
+    _parameter("format", 'The body is JSON either way; every url gets "?format=<value>". '
+               "Empty: no format.", {"type": "string", "enum": ["api", "json", ""]}),
     _parameter("fields", "Comma-separated field names: only these fields of each record, "
                "in the record's order; unknown names are ignored.", {"type": "string"}),
 ]
 
 
+def _ordering_pattern(keys):
+    term = rf"\s*-?({'|'.join(keys)})\s*"
+    return f"^{term}(,{term})*$"
+
+
 def _list_parameters(resource):
     keys = list(ordering.KEYS[resource.name])
     parameters = [
-        _parameter("page", 'Page number from 1, or "last".' + (
+        _parameter("page", 'Page number from 1, or "last"; empty: page 1.' + (
             "" if resource.paged else " The whole listing is one page."),
-            {"oneOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]}),
+            {"type": "string", "pattern": "^([0-9]+|last)?$"}),
         _parameter("ordering", "Comma-separated sort keys, each optionally prefixed with "
                    f'"-" for descending: {", ".join(keys)}. Ties are broken by id in the '
-                   "direction of the first key.", {"type": "string"},
-                   example=f"-{keys[1]}"),
+                   "direction of the first key.",
+                   {"type": "string", "pattern": _ordering_pattern(keys)}, example=f"-{keys[1]}"),
     ]
     for item in ordering.FILTERS[resource.name]:
         extra = {"style": "form", "explode": True} if item.repeatable else {}
@@ -85,7 +91,8 @@ def _list_parameters(resource):
 
 def _options(description):
     return {"summary": f"Describe: {description}", "responses": {
-        "200": _json({"type": "object"}, "What the resource is and which parameters it takes.")}}
+        "200": _json({"type": "object"}, "What the resource is and which parameters it takes."),
+        **_errors("400", "404")}}
 
 
 def _register(spec, schema):
@@ -115,7 +122,7 @@ def build():
         "options": _options("the API root"),
     })
     id_parameter = {"name": "id", "in": "path", "required": True,
-                    "schema": {"type": "integer", "minimum": 1}}
+                    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
     for resource in RESOURCES:
         record = _register(spec, resource.schema)
         spec.components.schema(f"{record}Page", _page(record, resource.paged))

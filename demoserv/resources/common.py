@@ -207,7 +207,7 @@ class Resource:
             return dumper(detail_schema, parse_fields(last_arg("fields")))(row)
 
         add_view(bp, f"/{self.name}/", list_view)
-        add_view(bp, f"/{self.name}/<int(max={MAX_ID}):record_id>/", detail_view)
+        add_view(bp, f"/{self.name}/<int(min=1, max={MAX_ID}):record_id>/", detail_view)
         return bp
 
 

@@ -159,7 +159,7 @@ class Productions(Resource):
             dump = dumper(self.schema, parse_fields(last_arg("fields")))
             return current_app.json.response([dump(row) for row in rows])
 
-        add_view(bp, f"/releasers/<int(max={MAX_ID}):record_id>/productions/", releaser_productions)
+        add_view(bp, f"/releasers/<int(min=1, max={MAX_ID}):record_id>/productions/", releaser_productions)
         return bp
 
 
