@@ -17,6 +17,7 @@ starts ``waitress-serve`` and measures:
 It prints a Markdown table with each target met or missed, and writes the numbers to
 ``<work>/results.json``. Exit status 1 when a target is missed.
 """
+
 import argparse
 import http.client
 import json
@@ -167,20 +168,39 @@ def measure_datasette(database, samples):
     import sqlite3
 
     connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    count = connection.execute("SELECT count FROM record_counts WHERE resource = 'productions'").fetchone()[0]
+    count = connection.execute(
+        "SELECT count FROM record_counts WHERE resource = 'productions'"
+    ).fetchone()[0]
     deep_rank = max(0, count - PAGE_SIZE)
     deep_id = connection.execute(
         "SELECT id FROM productions WHERE rank_sortable_title = ?", (deep_rank,)
     ).fetchone()
     connection.close()
     process, base = start(
-        [sys.executable, "-m", "datasette", "serve", "-i", str(database), "-h", "127.0.0.1",
-         "-p", "0", "--setting", "default_page_size", str(PAGE_SIZE)],
-        dict(os.environ), r"Uvicorn running on (http://127\.0\.0\.1:[0-9]+)",
+        [
+            sys.executable,
+            "-m",
+            "datasette",
+            "serve",
+            "-i",
+            str(database),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "0",
+            "--setting",
+            "default_page_size",
+            str(PAGE_SIZE),
+        ],
+        dict(os.environ),
+        r"Uvicorn running on (http://127\.0\.0\.1:[0-9]+)",
     )
     try:
         client = Client(base)
-        table = f"/{Path(database).stem}/productions.json?_size={PAGE_SIZE}&_sort=rank_sortable_title&_shape=objects"
+        table = (
+            f"/{Path(database).stem}/productions.json"
+            f"?_size={PAGE_SIZE}&_sort=rank_sortable_title&_shape=objects"
+        )
         deep = f"{table}&_next={deep_rank},{deep_id[0]}" if deep_id else table
         return {"first": sample(client, [table], samples), "deep": sample(client, [deep], samples)}
     finally:
@@ -206,14 +226,26 @@ def main():
 
     print("loading ...", flush=True)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue)],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     results = {"load_seconds": time.perf_counter() - started, "productions": args.productions}
 
     process, base = start(
-        [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={args.threads}",
-         "--call", "demoserv:create_app"],
-        env, r"Serving on (http://127\.0\.0\.1:[0-9]+)",
+        [
+            sys.executable,
+            "-m",
+            "waitress",
+            "--listen=127.0.0.1:0",
+            f"--threads={args.threads}",
+            "--call",
+            "demoserv:create_app",
+        ],
+        env,
+        r"Serving on (http://127\.0\.0\.1:[0-9]+)",
     )
     try:
         client = Client(base)
@@ -224,7 +256,9 @@ def main():
         results["orderings"] = measure_orderings(client, rng, args.samples, pages)
         mix = [
             f"/api/v1/{resource}/?ordering={sign}{key}&page={rng.randint(1, pages[resource])}"
-            for resource, keys in ORDERINGS.items() for key in keys for sign in ("", "-")
+            for resource, keys in ORDERINGS.items()
+            for key in keys
+            for sign in ("", "-")
             for _ in range(5)
         ] + ["/api/v1/platforms/", "/api/v1/productions/?page=last"]
         print("measuring throughput ...", flush=True)
@@ -243,7 +277,10 @@ def main():
         print("measuring datasette ...", flush=True)
         results["datasette"] = measure_datasette(database, args.samples)
 
-    results["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    results["machine"] = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
     (args.work / "results.json").write_text(json.dumps(results, indent=2))
     print(report(results))
     sys.exit(0 if all(met for _, met in targets(results)) else 1)
@@ -254,23 +291,50 @@ def targets(results):
     worst_last = max(o["last"]["median_ms"] / o["first"]["median_ms"] for o in orderings.values())
     productions_first = orderings["productions sortable_title"]["first"]["median_ms"]
     checks = [
-        (f"last page within 1.5x of first, every ordering (worst {worst_last:.2f}x)", worst_last <= 1.5),
-        (f"productions page within 4x of platforms ({productions_first / results['platforms']['median_ms']:.2f}x)",
-         productions_first <= 4 * results["platforms"]["median_ms"]),
-        (f"every productions page walked in under 2 minutes ({results['walk']['seconds']:.1f} s)",
-         results["walk"]["seconds"] < 120),
-        (f"catalogue loaded in under 3 minutes ({results['load_seconds']:.1f} s)", results["load_seconds"] < 180),
-        (f"server peak RSS under 300 MB ({results['peak_rss_mb']:.0f} MB)", results["peak_rss_mb"] < 300),
-        (f"no errors under 8 concurrent clients ({results['throughput']['errors']})",
-         results["throughput"]["errors"] == 0),
+        (
+            f"last page within 1.5x of first, every ordering (worst {worst_last:.2f}x)",
+            worst_last <= 1.5,
+        ),
+        (
+            "productions page within 4x of platforms "
+            f"({productions_first / results['platforms']['median_ms']:.2f}x)",
+            productions_first <= 4 * results["platforms"]["median_ms"],
+        ),
+        (
+            "every productions page walked in under 2 minutes "
+            f"({results['walk']['seconds']:.1f} s)",
+            results["walk"]["seconds"] < 120,
+        ),
+        (
+            f"catalogue loaded in under 3 minutes ({results['load_seconds']:.1f} s)",
+            results["load_seconds"] < 180,
+        ),
+        (
+            f"server peak RSS under 300 MB ({results['peak_rss_mb']:.0f} MB)",
+            results["peak_rss_mb"] < 300,
+        ),
+        (
+            f"no errors under 8 concurrent clients ({results['throughput']['errors']})",
+            results["throughput"]["errors"] == 0,
+        ),
     ]
     datasette = results.get("datasette")
     if datasette:
         ours_last = orderings["productions sortable_title"]["last"]["median_ms"]
         first_ratio = productions_first / datasette["first"]["median_ms"]
         deep_ratio = ours_last / datasette["deep"]["median_ms"]
-        checks.append((f"Datasette not faster on the first page (ours/Datasette {first_ratio:.2f})", first_ratio <= 1))
-        checks.append((f"Datasette not faster on a deep page (ours/Datasette {deep_ratio:.2f})", deep_ratio <= 1))
+        checks.append(
+            (
+                f"Datasette not faster on the first page (ours/Datasette {first_ratio:.2f})",
+                first_ratio <= 1,
+            )
+        )
+        checks.append(
+            (
+                f"Datasette not faster on a deep page (ours/Datasette {deep_ratio:.2f})",
+                deep_ratio <= 1,
+            )
+        )
     return checks
 
 
@@ -287,11 +351,15 @@ def report(results):
     lines.append(f"| platforms (floor) | {cell(results['platforms'])} | | |")
     datasette = results.get("datasette")
     if datasette:
-        lines.append(f"| Datasette productions, flat rows | {cell(datasette['first'])} | {cell(datasette['deep'])} (keyset) | |")
+        lines.append(
+            f"| Datasette productions, flat rows | {cell(datasette['first'])} | "
+            f"{cell(datasette['deep'])} (keyset) | |"
+        )
     lines += [
         "",
         f"- load: {results['load_seconds']:.1f} s",
-        f"- walk of every productions page: {results['walk']['pages']} pages in {results['walk']['seconds']:.1f} s",
+        f"- walk of every productions page: {results['walk']['pages']} pages "
+        f"in {results['walk']['seconds']:.1f} s",
         f"- 8 concurrent clients: {results['throughput']['requests_per_second']:.0f} requests/s, "
         f"{results['throughput']['errors']} errors",
         f"- server peak RSS: {results['peak_rss_mb']:.0f} MB",

@@ -8,6 +8,7 @@ quarter with only a year or year-month; music and graphics without platforms; re
 and parties in proportion to productions (about 110,000 releasers and 5,000 parties at
 the full size); names and titles from a small vocabulary, so that they repeat.
 """
+
 import argparse
 import random
 from pathlib import Path
@@ -21,12 +22,24 @@ WORDS = (
     "cracktro party invitation beyond horizon night sky chrome fire ice ocean"
 ).split()
 TYPES = [
-    (1, "Demo", "production"), (4, "Intro", "production"), (5, "Diskmag", "production"),
-    (6, "Tool", "production"), (8, "Slideshow", "production"), (13, "Cracktro", "production"),
-    (22, "32K Intro", "production"), (33, "Game", "production"), (41, "BBStro", "production"),
-    (53, "BBS Door", "production"), (2, "4K Intro", "production"), (3, "64K Intro", "production"),
-    (14, "Music", "music"), (29, "Tracked Music", "music"), (30, "Streaming Music", "music"),
-    (23, "Graphics", "graphics"), (36, "Photo", "graphics"), (24, "ASCII", "graphics"),
+    (1, "Demo", "production"),
+    (4, "Intro", "production"),
+    (5, "Diskmag", "production"),
+    (6, "Tool", "production"),
+    (8, "Slideshow", "production"),
+    (13, "Cracktro", "production"),
+    (22, "32K Intro", "production"),
+    (33, "Game", "production"),
+    (41, "BBStro", "production"),
+    (53, "BBS Door", "production"),
+    (2, "4K Intro", "production"),
+    (3, "64K Intro", "production"),
+    (14, "Music", "music"),
+    (29, "Tracked Music", "music"),
+    (30, "Streaming Music", "music"),
+    (23, "Graphics", "graphics"),
+    (36, "Photo", "graphics"),
+    (24, "ASCII", "graphics"),
 ]
 COUNTRIES = ["FI", "DE", "SE", "NO", "PL", "HU", "NL", "DK", "GB", "FR", "CZ", "RU", "AU", "US"]
 
@@ -73,14 +86,20 @@ def generate(folder, productions=375_000, seed=1):
 
     platforms = [{"id": i, "name": f"{rng.choice(WORDS).title()} {i}"} for i in range(1, 91)]
     releasers = [
-        {"id": i, "name": f"{rng.choice(WORDS)}{rng.choice(['', ' ', '-'])}{rng.choice(WORDS)}",
-         "is_group": rng.random() < 0.35}
+        {
+            "id": i,
+            "name": f"{rng.choice(WORDS)}{rng.choice(['', ' ', '-'])}{rng.choice(WORDS)}",
+            "is_group": rng.random() < 0.35,
+        }
         for i in range(1, n_releasers + 1)
     ]
     types = [{"id": i, "name": name, "supertype": st} for i, name, st in TYPES]
     series = [
-        {"id": i, "name": f"{rng.choice(WORDS).title()} Party {i}",
-         "website": rng.choice(["", f"https://party{i}.example/"])}
+        {
+            "id": i,
+            "name": f"{rng.choice(WORDS).title()} Party {i}",
+            "website": rng.choice(["", f"https://party{i}.example/"]),
+        }
         for i in range(1, n_series + 1)
     ]
     parties = []
@@ -89,17 +108,31 @@ def generate(folder, productions=375_000, seed=1):
         located = not online and rng.random() < 0.9
         year = rng.randint(1985, 2025)
         start = _date(rng, year) or str(year)
-        parties.append({
-            "id": i, "name": f"{rng.choice(WORDS).title()} {year}", "tagline": "",
-            "start_date": start, "end_date": start, "location": "Somewhere" if located else "",
-            "is_online": online, "country_code": rng.choice(COUNTRIES) if located else "",
-            "latitude": round(rng.uniform(-60, 70), 4) if located else None,
-            "longitude": round(rng.uniform(-150, 150), 4) if located else None,
-            "website": "", "party_series": rng.choice([None, rng.randint(1, n_series)]),
-        })
+        parties.append(
+            {
+                "id": i,
+                "name": f"{rng.choice(WORDS).title()} {year}",
+                "tagline": "",
+                "start_date": start,
+                "end_date": start,
+                "location": "Somewhere" if located else "",
+                "is_online": online,
+                "country_code": rng.choice(COUNTRIES) if located else "",
+                "latitude": round(rng.uniform(-60, 70), 4) if located else None,
+                "longitude": round(rng.uniform(-150, 150), 4) if located else None,
+                "website": "",
+                "party_series": rng.choice([None, rng.randint(1, n_series)]),
+            }
+        )
     bbses = [
-        {"id": i, "name": f"{rng.choice(WORDS).title()} BBS", "location": "",
-         "latitude": None, "longitude": None, "tags": ["unknown-location"]}
+        {
+            "id": i,
+            "name": f"{rng.choice(WORDS).title()} BBS",
+            "location": "",
+            "latitude": None,
+            "longitude": None,
+            "tags": ["unknown-location"],
+        }
         for i in range(1, n_bbses + 1)
     ]
 
@@ -108,7 +141,9 @@ def generate(folder, productions=375_000, seed=1):
 
     groups = [r for r in releasers if r["is_group"]]
     sceners = [r for r in releasers if not r["is_group"]]
-    by_supertype = {st: [t for t in types if t["supertype"] == st] for st in ("production", "music", "graphics")}
+    by_supertype = {
+        st: [t for t in types if t["supertype"] == st] for st in ("production", "music", "graphics")
+    }
 
     def production(i):
         supertype = rng.choices(["production", "music", "graphics"], [6, 3, 1])[0]
@@ -121,11 +156,17 @@ def generate(folder, productions=375_000, seed=1):
             affiliations = [nick(rng.choice(groups)) for _ in range(rng.choice([0, 1, 1, 2]))]
             on = []
         return {
-            "id": i, "title": _title(rng), "author_nicks": authors,
+            "id": i,
+            "title": _title(rng),
+            "author_nicks": authors,
             "author_affiliation_nicks": affiliations,
-            "release_date": _date(rng, rng.randint(1980, 2025)), "supertype": supertype,
-            "platforms": on, "types": [rng.choice(by_supertype[supertype])],
-            "tags": rng.sample(["demo", "c64", "4k", "classic", "party-version"], rng.randint(0, 2)),
+            "release_date": _date(rng, rng.randint(1980, 2025)),
+            "supertype": supertype,
+            "platforms": on,
+            "types": [rng.choice(by_supertype[supertype])],
+            "tags": rng.sample(
+                ["demo", "c64", "4k", "classic", "party-version"], rng.randint(0, 2)
+            ),
         }
 
     _write(folder, "platforms", platforms)
@@ -136,8 +177,12 @@ def generate(folder, productions=375_000, seed=1):
     _write(folder, "bbses", bbses)
     _write(folder, "productions", (production(i) for i in range(1, productions + 1)))
     return {
-        "platforms": len(platforms), "production_types": len(types), "releasers": len(releasers),
-        "party_series": len(series), "parties": len(parties), "bbses": len(bbses),
+        "platforms": len(platforms),
+        "production_types": len(types),
+        "releasers": len(releasers),
+        "party_series": len(series),
+        "parties": len(parties),
+        "bbses": len(bbses),
         "productions": productions,
     }
 

@@ -1,4 +1,5 @@
 """demoserv: a read-only, paginated JSON API over a demoscene catalogue."""
+
 import gc
 import logging
 import os
@@ -66,7 +67,11 @@ def create_app(test_config=None):
     proxies = int(app.config["TRUSTED_PROXIES"])
     if proxies:
         app.wsgi_app = ProxyFix(
-            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies,
+            app.wsgi_app,
+            x_for=proxies,
+            x_proto=proxies,
+            x_host=proxies,
+            x_port=proxies,
             x_prefix=proxies,
         )
     app.wsgi_app = AccessLog(app.wsgi_app)

@@ -1,6 +1,7 @@
 """One JSON line per request on the ``demoserv.access`` logger: method, path, status,
 duration and size, for a log shipper to parse. Server errors are logged with their
 traceback by ``errors``; nothing of them reaches the client."""
+
 import json
 import logging
 import time
@@ -53,14 +54,19 @@ class _Logged:
         if not self.logged:
             self.logged = True
             environ = self.environ
-            log.info(json.dumps({
-                "method": environ.get("REQUEST_METHOD", ""),
-                "path": environ.get("PATH_INFO", ""),
-                "query": environ.get("QUERY_STRING", "")[:500],
-                "status": self.status.get("code"),
-                "ms": round((time.perf_counter() - self.started) * 1000, 2),
-                "bytes": self.size,
-            }, ensure_ascii=False))
+            log.info(
+                json.dumps(
+                    {
+                        "method": environ.get("REQUEST_METHOD", ""),
+                        "path": environ.get("PATH_INFO", ""),
+                        "query": environ.get("QUERY_STRING", "")[:500],
+                        "status": self.status.get("code"),
+                        "ms": round((time.perf_counter() - self.started) * 1000, 2),
+                        "bytes": self.size,
+                    },
+                    ensure_ascii=False,
+                )
+            )
 
 
 def configure(app):

@@ -7,6 +7,7 @@ holds it is answered 304 before any query runs. A load gives a new version, and 
 ETags. Compressed answers carry the ETag with a ``-gzip`` or ``-br`` suffix, as they are
 different bytes; either form matches.
 """
+
 import datetime
 import hashlib
 
@@ -72,7 +73,9 @@ def _answer_conditional():
 
 def _label(response, tag, loaded):
     response.headers["ETag"] = tag
-    response.headers["Cache-Control"] = f"public, max-age={int(current_app.config['CACHE_MAX_AGE'])}"
+    response.headers["Cache-Control"] = (
+        f"public, max-age={int(current_app.config['CACHE_MAX_AGE'])}"
+    )
     response.headers["Last-Modified"] = http_date(loaded)
 
 

@@ -1,4 +1,5 @@
 """gzip and brotli for JSON and HTML bodies over 1 KB, when the client accepts them."""
+
 import gzip
 
 import brotli

@@ -7,6 +7,7 @@ read-only with ``immutable=1`` (no locking). Before each request the path is che
 one connection for all its queries, so each answer comes wholly from one catalogue, and
 requests already running on the old file finish on it.
 """
+
 import logging
 import os
 import sqlite3
@@ -123,8 +124,9 @@ class Database:
             raise CatalogueUnavailable(
                 "The catalogue is not available: its database file cannot be read."
             ) from None
-        previous, self._current = self._current, Catalogue(
-            file_id, engine, info["version"], info["loaded_at"], counts
+        previous, self._current = (
+            self._current,
+            Catalogue(file_id, engine, info["version"], info["loaded_at"], counts),
         )
         if previous is not None:
             # Connections still checked out finish their request and are then closed.

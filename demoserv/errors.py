@@ -1,4 +1,5 @@
 """One JSON error shape, ``{"detail": "..."}``, for every error the service answers."""
+
 import logging
 
 from flask import current_app, request

@@ -7,6 +7,7 @@ An empty value (``title=``) is no filter, as real clients send empty parameters.
 value is a 400 naming the parameter. A parameter given twice takes its last value,
 except for the repeatable id filters, whose values are OR-ed.
 """
+
 import re
 from dataclasses import dataclass
 
@@ -124,7 +125,9 @@ class DateBound(Filter):
         try:
             check_partial_date(values[-1])
         except ValidationError:
-            raise _invalid(self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD") from None
+            raise _invalid(
+                self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD"
+            ) from None
         bound = date_key(values[-1])
         column = table.c[self.column]
         return column < bound if self.before else column >= bound

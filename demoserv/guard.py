@@ -6,6 +6,7 @@ not a host name or address (``evil.example/path``, a port of letters, control
 characters) is a 400; ``TRUSTED_HOSTS`` (Flask's setting) limits which hosts are
 served at all. Limits are well above any real request to this API.
 """
+
 import re
 
 from flask import request
@@ -25,14 +26,19 @@ _HOST = re.compile(
 
 def _refuse_unusable():
     environ = request.environ
-    if len(environ.get("PATH_INFO", "")) > MAX_PATH or len(environ.get("QUERY_STRING", "")) > MAX_QUERY:
+    if (
+        len(environ.get("PATH_INFO", "")) > MAX_PATH
+        or len(environ.get("QUERY_STRING", "")) > MAX_QUERY
+    ):
         raise APIError(414)
     size = sum(len(name) + len(value) for name, value in request.headers.items())
     if size > MAX_HEADERS:
         raise APIError(431)
     host = environ.get("HTTP_HOST")
     if host is not None and not _HOST.fullmatch(host):
-        raise APIError(400, "Invalid Host header: expected a host name or address, and a port number.")
+        raise APIError(
+            400, "Invalid Host header: expected a host name or address, and a port number."
+        )
 
 
 def init_app(app):

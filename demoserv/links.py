@@ -1,5 +1,6 @@
 """Absolute addresses of records: inside the API (``url``) and on the public site
 (``service_url``). The only code that builds either."""
+
 from contextvars import ContextVar
 
 from flask import current_app, request

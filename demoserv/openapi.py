@@ -1,5 +1,6 @@
 """``/api/v1/openapi.json``, generated with apispec from the marshmallow schemas and the
 ordering and filter declarations, and ``/api/v1/docs/``, a page that renders it."""
+
 from importlib import resources as package_files
 
 from apispec import APISpec
@@ -45,25 +46,45 @@ def _page(name, paged):
         "required": ["count", "next", "previous", "results"],
         "additionalProperties": False,
         "properties": {
-            "count": {"type": "integer", "minimum": 0, "description": "Records in the whole listing."},
+            "count": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Records in the whole listing.",
+            },
             "next": {**nullable_url, "description": "The next page; null on the last."},
             "previous": {**nullable_url, "description": "The previous page; null on the first."},
-            "results": {"type": "array", "items": _ref(name),
-                        **({"maxItems": PAGE_SIZE} if paged else {})},
+            "results": {
+                "type": "array",
+                "items": _ref(name),
+                **({"maxItems": PAGE_SIZE} if paged else {}),
+            },
         },
     }
 
 
 def _parameter(name, description, schema, **more):
-    return {"name": name, "in": "query", "required": False, "description": description,
-            "schema": schema, **more}
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+        **more,
+    }
 
 
 COMMON_PARAMETERS = [
-    _parameter("format", 'The body is JSON either way; every url gets "?format=<value>". '
-               "Empty: no format.", {"type": "string", "enum": ["api", "json", ""]}),
-    _parameter("fields", "Comma-separated field names: only these fields of each record, "
-               "in the record's order; unknown names are ignored.", {"type": "string"}),
+    _parameter(
+        "format",
+        'The body is JSON either way; every url gets "?format=<value>". Empty: no format.',
+        {"type": "string", "enum": ["api", "json", ""]},
+    ),
+    _parameter(
+        "fields",
+        "Comma-separated field names: only these fields of each record, "
+        "in the record's order; unknown names are ignored.",
+        {"type": "string"},
+    ),
 ]
 
 
@@ -75,13 +96,20 @@ def _ordering_pattern(keys):
 def _list_parameters(resource):
     keys = list(ordering.KEYS[resource.name])
     parameters = [
-        _parameter("page", 'Page number from 1, or "last"; empty: page 1.' + (
-            "" if resource.paged else " The whole listing is one page."),
-            {"type": "string", "pattern": "^([0-9]+|last)?$"}),
-        _parameter("ordering", "Comma-separated sort keys, each optionally prefixed with "
-                   f'"-" for descending: {", ".join(keys)}. Ties are broken by id in the '
-                   "direction of the first key.",
-                   {"type": "string", "pattern": _ordering_pattern(keys)}, example=f"-{keys[1]}"),
+        _parameter(
+            "page",
+            'Page number from 1, or "last"; empty: page 1.'
+            + ("" if resource.paged else " The whole listing is one page."),
+            {"type": "string", "pattern": "^([0-9]+|last)?$"},
+        ),
+        _parameter(
+            "ordering",
+            "Comma-separated sort keys, each optionally prefixed with "
+            f'"-" for descending: {", ".join(keys)}. Ties are broken by id in the '
+            "direction of the first key.",
+            {"type": "string", "pattern": _ordering_pattern(keys)},
+            example=f"-{keys[1]}",
+        ),
     ]
     for item in ordering.FILTERS[resource.name]:
         extra = {"style": "form", "explode": True} if item.repeatable else {}
@@ -90,9 +118,13 @@ def _list_parameters(resource):
 
 
 def _options(description):
-    return {"summary": f"Describe: {description}", "responses": {
-        "200": _json({"type": "object"}, "What the resource is and which parameters it takes."),
-        **_errors("400", "404")}}
+    return {
+        "summary": f"Describe: {description}",
+        "responses": {
+            "200": _json({"type": "object"}, "What the resource is and which parameters it takes."),
+            **_errors("400", "404"),
+        },
+    }
 
 
 def _register(spec, schema):
@@ -114,46 +146,105 @@ def build():
         info={"description": "A read-only, paginated JSON API over a demoscene catalogue."},
     )
     spec.components.schema("Error", schema=ErrorSchema)
-    spec.path(path="/api/v1/", operations={
-        "get": {"summary": "The address of every listing", "responses": {"200": _json(
-            {"type": "object", "additionalProperties": False, "required": root.RESOURCES,
-             "properties": {name: {"type": "string", "format": "uri"} for name in root.RESOURCES}},
-            "Listing addresses by resource name."), **_errors("400", "406")}},
-        "options": _options("the API root"),
-    })
-    id_parameter = {"name": "id", "in": "path", "required": True,
-                    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
+    spec.path(
+        path="/api/v1/",
+        operations={
+            "get": {
+                "summary": "The address of every listing",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": root.RESOURCES,
+                            "properties": {
+                                name: {"type": "string", "format": "uri"} for name in root.RESOURCES
+                            },
+                        },
+                        "Listing addresses by resource name.",
+                    ),
+                    **_errors("400", "406"),
+                },
+            },
+            "options": _options("the API root"),
+        },
+    )
+    id_parameter = {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+    }
     for resource in RESOURCES:
         record = _register(spec, resource.schema)
         spec.components.schema(f"{record}Page", _page(record, resource.paged))
         detail = _register(spec, resource.detail_schema or resource.schema)
-        spec.path(path=f"/api/v1/{resource.name}/", operations={
-            "get": {"summary": f"{resource.title} list: {resource.description}",
+        spec.path(
+            path=f"/api/v1/{resource.name}/",
+            operations={
+                "get": {
+                    "summary": f"{resource.title} list: {resource.description}",
                     "parameters": _list_parameters(resource),
-                    "responses": {"200": _json(_ref(f"{record}Page"), "One page of the listing."),
-                                  **_errors("400", "404", "406", "503")}},
-            "options": _options(f"the {resource.title.lower()} list"),
-        })
-        spec.path(path=f"/api/v1/{resource.name}/{{id}}/", parameters=[id_parameter], operations={
-            "get": {"summary": f"One {resource.title.lower()}", "parameters": COMMON_PARAMETERS,
-                    "responses": {"200": _json(_ref(detail), f"The {resource.title.lower()}."),
-                                  **_errors("400", "404", "406", "503")}},
-            "options": _options(f"a {resource.title.lower()}"),
-        })
-    spec.path(path="/api/v1/releasers/{id}/productions/", parameters=[id_parameter], operations={
-        "get": {"summary": "A releaser's productions, as author or as an author's group: "
+                    "responses": {
+                        "200": _json(_ref(f"{record}Page"), "One page of the listing."),
+                        **_errors("400", "404", "406", "503"),
+                    },
+                },
+                "options": _options(f"the {resource.title.lower()} list"),
+            },
+        )
+        spec.path(
+            path=f"/api/v1/{resource.name}/{{id}}/",
+            parameters=[id_parameter],
+            operations={
+                "get": {
+                    "summary": f"One {resource.title.lower()}",
+                    "parameters": COMMON_PARAMETERS,
+                    "responses": {
+                        "200": _json(_ref(detail), f"The {resource.title.lower()}."),
+                        **_errors("400", "404", "406", "503"),
+                    },
+                },
+                "options": _options(f"a {resource.title.lower()}"),
+            },
+        )
+    spec.path(
+        path="/api/v1/releasers/{id}/productions/",
+        parameters=[id_parameter],
+        operations={
+            "get": {
+                "summary": "A releaser's productions, as author or as an author's group: "
                 "newest first, undated last, ties by id. Not paged.",
                 "parameters": COMMON_PARAMETERS,
-                "responses": {"200": _json({"type": "array", "items": _ref("Production")},
-                                           "Every production of the releaser."),
-                              **_errors("400", "404", "406", "503")}},
-        "options": _options("a releaser's productions"),
-    })
-    spec.path(path="/api/v1/openapi.json", operations={"get": {
-        "summary": "This document", "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.")}}})
-    spec.path(path=DOCS_PATH, operations={"get": {
-        "summary": "A page that renders this document",
-        "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}}}})
+                "responses": {
+                    "200": _json(
+                        {"type": "array", "items": _ref("Production")},
+                        "Every production of the releaser.",
+                    ),
+                    **_errors("400", "404", "406", "503"),
+                },
+            },
+            "options": _options("a releaser's productions"),
+        },
+    )
+    spec.path(
+        path="/api/v1/openapi.json",
+        operations={
+            "get": {
+                "summary": "This document",
+                "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.")},
+            }
+        },
+    )
+    spec.path(
+        path=DOCS_PATH,
+        operations={
+            "get": {
+                "summary": "A page that renders this document",
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
+    )
     return spec.to_dict()
 
 

@@ -12,6 +12,7 @@ is served, so that its later pages are lookups by id. A filtered listing is serv
 same way: its first request finds and orders the matching ids, which also gives its
 count.
 """
+
 from array import array
 from dataclasses import dataclass
 
@@ -72,36 +73,73 @@ FILTERS = {
     "bbses": [_name_filter("BBSes")],
     "parties": [
         _name_filter("parties"),
-        filters.CountryCode("country_code", "Only parties in this country (two letters, any case)."),
-        filters.IdEquals("party_series", "Only editions of the party series with this id.",
-                         column="party_series_id"),
-        filters.DateBound("start_date_before", "Only parties that started before this date.",
-                          column="start_date_key", before=True),
-        filters.DateBound("start_date_since", "Only parties that started on or after this date.",
-                          column="start_date_key", before=False),
+        filters.CountryCode(
+            "country_code", "Only parties in this country (two letters, any case)."
+        ),
+        filters.IdEquals(
+            "party_series",
+            "Only editions of the party series with this id.",
+            column="party_series_id",
+        ),
+        filters.DateBound(
+            "start_date_before",
+            "Only parties that started before this date.",
+            column="start_date_key",
+            before=True,
+        ),
+        filters.DateBound(
+            "start_date_since",
+            "Only parties that started on or after this date.",
+            column="start_date_key",
+            before=False,
+        ),
     ],
     "productions": [
         filters.TitleEquals("title", "Only productions with this title (exact, case-insensitive)."),
-        filters.LinkedTo("platform", "Only productions for any of these platform ids.",
-                         link=tables.production_platforms, column="platform_id"),
-        filters.LinkedTo("production_type", "Only productions of any of these type ids.",
-                         link=tables.production_type_links, column="production_type_id"),
-        filters.Choice("supertype", "Only productions of this supertype.", column="supertype",
-                       choices=("production", "music", "graphics")),
-        filters.DateBound("released_before", "Only productions released before this date "
-                          "(a partial release date counts as its first day).",
-                          column="release_date_key", before=True),
-        filters.DateBound("released_since", "Only productions released on or after this date "
-                          "(a partial release date counts as its first day).",
-                          column="release_date_key", before=False),
-        filters.LinkedTo("author", "Only productions credited to this releaser id, as an author "
-                         "or as an author's group.", link=tables.production_nicks,
-                         column="releaser_id"),
+        filters.LinkedTo(
+            "platform",
+            "Only productions for any of these platform ids.",
+            link=tables.production_platforms,
+            column="platform_id",
+        ),
+        filters.LinkedTo(
+            "production_type",
+            "Only productions of any of these type ids.",
+            link=tables.production_type_links,
+            column="production_type_id",
+        ),
+        filters.Choice(
+            "supertype",
+            "Only productions of this supertype.",
+            column="supertype",
+            choices=("production", "music", "graphics"),
+        ),
+        filters.DateBound(
+            "released_before",
+            "Only productions released before this date "
+            "(a partial release date counts as its first day).",
+            column="release_date_key",
+            before=True,
+        ),
+        filters.DateBound(
+            "released_since",
+            "Only productions released on or after this date "
+            "(a partial release date counts as its first day).",
+            column="release_date_key",
+            before=False,
+        ),
+        filters.LinkedTo(
+            "author",
+            "Only productions credited to this releaser id, as an author or as an author's group.",
+            link=tables.production_nicks,
+            column="releaser_id",
+        ),
     ],
     "releasers": [
         _name_filter("releasers"),
-        filters.Flag("is_group", "true: only groups; false: only individual sceners.",
-                     column="is_group"),
+        filters.Flag(
+            "is_group", "true: only groups; false: only individual sceners.", column="is_group"
+        ),
     ],
     "production_types": [_name_filter("production types")],
 }
@@ -146,7 +184,9 @@ class Ordering:
         """``query`` narrowed to the rank bounds ``low`` and ``high`` of this order's
         single key, in this order."""
         rank = self.single_key.rank
-        return query.where(rank.between(bindparam("low"), bindparam("high"))).order_by(self._by_rank())
+        return query.where(rank.between(bindparam("low"), bindparam("high"))).order_by(
+            self._by_rank()
+        )
 
     def rank_bounds(self, start, stop, total):
         """What ``rank_statement`` takes for records ``start`` (inclusive) to ``stop``
@@ -182,7 +222,7 @@ def parse(resource, value):
             raise APIError(
                 400,
                 f'Invalid ordering key "{shown}": expected one or more of '
-                f'{", ".join(keys)}, separated by commas, each optionally prefixed '
+                f"{', '.join(keys)}, separated by commas, each optionally prefixed "
                 'with "-" for descending order.',
             )
         if name in seen or "id" in seen:

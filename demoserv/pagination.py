@@ -7,6 +7,7 @@ that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1
 empty listing is a valid empty page. Links keep every other query parameter, sorted by
 name, and the link to page 1 carries no ``page`` parameter.
 """
+
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit

@@ -7,6 +7,7 @@
   ``Allow``, ``Content-Type: application/json``, ``Vary: Accept`` and CORS headers
   that let any origin read it; every response carries ``X-Content-Type-Options``.
 """
+
 import orjson
 from flask import request
 from flask.json.provider import JSONProvider

@@ -8,6 +8,7 @@ on a page of productions. Fields it does not know are refused when the schema is
 compiled, not served wrongly; a test checks that it equals ``Schema.dump`` on every
 record.
 """
+
 from marshmallow import fields
 
 # Fields whose dumped value is the row's value itself, for rows from typed columns.

@@ -5,14 +5,15 @@ Each record table keeps, beside the fields it serves, the sort keys computed at 
 key: a record's 1-based position in that ascending order, so that page k of a listing
 is a range lookup on a unique index rather than an OFFSET scan.
 """
+
 from sqlalchemy import (
+    JSON,
     Boolean,
     Column,
     Float,
     ForeignKey,
     Index,
     Integer,
-    JSON,
     MetaData,
     Table,
     Text,
@@ -207,6 +208,4 @@ for _table, _names in [
     (productions, ["sortable_title", "release_date_key", "supertype"]),
 ]:
     for _name in _names:
-        INDEXES.append(
-            Index(f"{_table.name}_by_{_name}", _table.c[_name], _table.c.id)
-        )
+        INDEXES.append(Index(f"{_table.name}_by_{_name}", _table.c[_name], _table.c.id))

@@ -1,4 +1,5 @@
 """Fixtures: one small deterministic catalogue, loaded once, and an app serving it."""
+
 import pytest
 
 from demoserv import create_app
@@ -33,11 +34,19 @@ def loaded_database(catalogue_dir, tmp_path_factory):
 def make_app(tmp_path):
     def make(database, **config):
         app = create_app(
-            {"TESTING": True, "DATABASE": str(database), "SITE_URL": SITE_URL, "SEED_DIR": "",
-             **config}
+            {
+                "TESTING": True,
+                "DATABASE": str(database),
+                "SITE_URL": SITE_URL,
+                "SEED_DIR": "",
+                **config,
+            }
         )
-        app.test_client_class = ValidatingClient  # every answer is checked against the OpenAPI document
+        app.test_client_class = (
+            ValidatingClient  # every answer is checked against the OpenAPI document
+        )
         return app
+
     return make
 
 

@@ -1,4 +1,5 @@
 """Every response the test clients receive is checked against the OpenAPI document."""
+
 import gzip
 import json
 import re
@@ -12,7 +13,9 @@ from referencing.jsonschema import DRAFT202012
 from demoserv.openapi import build
 
 SPEC = build()
-REGISTRY = Registry().with_resource("urn:spec", Resource.from_contents(SPEC, default_specification=DRAFT202012))
+REGISTRY = Registry().with_resource(
+    "urn:spec", Resource.from_contents(SPEC, default_specification=DRAFT202012)
+)
 TEMPLATES = [
     (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), path) for path in SPEC["paths"]
 ]
@@ -39,8 +42,18 @@ def expected_schema(method, path, status):
     content = responses[str(status)].get("content", {})
     if "application/json" not in content:
         return None
-    return {"$ref": _pointer("paths", template, method.lower(), "responses", str(status),
-                             "content", "application/json", "schema")}
+    return {
+        "$ref": _pointer(
+            "paths",
+            template,
+            method.lower(),
+            "responses",
+            str(status),
+            "content",
+            "application/json",
+            "schema",
+        )
+    }
 
 
 def check(method, path, response):

@@ -3,6 +3,7 @@
 Written from CONTRACT.md independently of the service's code, so that the tests compare
 the service against the contract and not against itself.
 """
+
 import functools
 import re
 import unicodedata

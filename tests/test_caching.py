@@ -1,4 +1,5 @@
 """ETag, Last-Modified, Cache-Control and 304; CORS; compression; nosniff."""
+
 import gzip
 
 import brotli
@@ -22,8 +23,10 @@ def test_cache_headers_on_every_200(client):
 
 
 def test_etags_differ_by_request(client):
-    tags = {client.get(path).headers["ETag"] for path in
-            (PATH, PATH + "&format=api", "/api/v1/productions/", "/api/v1/")}
+    tags = {
+        client.get(path).headers["ETag"]
+        for path in (PATH, PATH + "&format=api", "/api/v1/productions/", "/api/v1/")
+    }
     assert len(tags) == 4
 
 
@@ -43,7 +46,10 @@ def test_if_none_match_round_trip(client):
 def test_if_modified_since(client):
     modified = client.get(PATH).headers["Last-Modified"]
     assert client.get(PATH, headers={"If-Modified-Since": modified}).status_code == 304
-    assert client.get(PATH, headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code == 200
+    assert (
+        client.get(PATH, headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code
+        == 200
+    )
     # If-None-Match decides when both are given.
     both = {"If-Modified-Since": modified, "If-None-Match": '"not-it"'}
     assert client.get(PATH, headers=both).status_code == 200
@@ -51,7 +57,9 @@ def test_if_modified_since(client):
 
 def test_etag_changes_after_a_reload(make_app, tmp_path):
     database = tmp_path / "db.sqlite3"
-    folder = catalogue_factory.write(catalogue_factory.build(seed=9, productions=120), tmp_path / "c")
+    folder = catalogue_factory.write(
+        catalogue_factory.build(seed=9, productions=120), tmp_path / "c"
+    )
     load_catalogue(folder, database)
     client = make_app(database).test_client()
     tag = client.get(PATH).headers["ETag"]
@@ -83,8 +91,15 @@ def test_compression(client, encoding, decode):
 
 @pytest.mark.parametrize(
     "accept, expected",
-    [("gzip, br", "br"), ("br;q=0.5, gzip", "gzip"), ("*", "br"), ("identity", None),
-     ("gzip;q=0", None), ("", None), ("deflate", None)],
+    [
+        ("gzip, br", "br"),
+        ("br;q=0.5, gzip", "gzip"),
+        ("*", "br"),
+        ("identity", None),
+        ("gzip;q=0", None),
+        ("", None),
+        ("deflate", None),
+    ],
 )
 def test_encoding_choice(client, accept, expected):
     response = client.get(PATH, headers={"Accept-Encoding": accept})
@@ -101,9 +116,14 @@ def test_cors(client):
     assert response.headers["Access-Control-Allow-Origin"] == "*"
     error = client.get("/api/v1/nothing/", headers={"Origin": "https://example.org"})
     assert error.headers["Access-Control-Allow-Origin"] == "*"
-    preflight = client.options(PATH, headers={
-        "Origin": "https://example.org", "Access-Control-Request-Method": "GET",
-        "Access-Control-Request-Headers": "If-None-Match, X-Client"})
+    preflight = client.options(
+        PATH,
+        headers={
+            "Origin": "https://example.org",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "If-None-Match, X-Client",
+        },
+    )
     assert preflight.status_code == 200
     assert preflight.headers["Access-Control-Allow-Origin"] == "*"
     assert preflight.headers["Access-Control-Allow-Methods"] == "GET, HEAD, OPTIONS"
@@ -111,6 +131,8 @@ def test_cors(client):
     assert int(preflight.headers["Access-Control-Max-Age"]) > 0
 
 
-@pytest.mark.parametrize("path", ["/api/v1/", PATH, "/api/v1/nothing/", "/", "/elsewhere", "/api/v1/productions"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/", PATH, "/api/v1/nothing/", "/", "/elsewhere", "/api/v1/productions"]
+)
 def test_nosniff_everywhere(client, path):
     assert client.get(path).headers["X-Content-Type-Options"] == "nosniff"

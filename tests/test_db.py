@@ -1,4 +1,5 @@
 """The served database: read-only, replaced whole by a load, and its absence reported."""
+
 import sqlite3
 
 import pytest
@@ -30,10 +31,12 @@ def test_connection_is_per_request(app):
 
 def test_a_load_is_served_without_restart(make_app, tmp_path):
     database = tmp_path / "served.sqlite3"
-    small = catalogue_factory.write(catalogue_factory.build(seed=2, productions=30),
-                                    tmp_path / "small")
-    big = catalogue_factory.write(catalogue_factory.build(seed=3, productions=150),
-                                  tmp_path / "big")
+    small = catalogue_factory.write(
+        catalogue_factory.build(seed=2, productions=30), tmp_path / "small"
+    )
+    big = catalogue_factory.write(
+        catalogue_factory.build(seed=3, productions=150), tmp_path / "big"
+    )
     load_catalogue(small, database)
     client = make_app(database).test_client()
     assert client.get("/api/v1/productions/").json["count"] == 30
@@ -78,8 +81,11 @@ def test_listings_need_no_count_query(app, client):
     from demoserv.db import get_database
 
     engine = get_database().current().engine
-    event.listen(engine, "before_cursor_execute",
-                 lambda conn, cursor, statement, *args: statements.append(statement))
+    event.listen(
+        engine,
+        "before_cursor_execute",
+        lambda conn, cursor, statement, *args: statements.append(statement),
+    )
     client.get("/api/v1/productions/?page=2")
     assert len(statements) == 4  # the page, then nicks, platforms and types
     assert not any("count(" in s.lower() for s in statements)
@@ -97,7 +103,9 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
         catalogue = catalogue_factory.build(seed=seed, productions=180 + seed)
         load_catalogue(catalogue_factory.write(catalogue, tmp_path / str(seed)), database)
         ids = [r["id"] for page in walk(client, path) for r in page["results"]]
-        wanted = oracle.ordered("productions", catalogue["productions"], "supertype,-release_date_date")
+        wanted = oracle.ordered(
+            "productions", catalogue["productions"], "supertype,-release_date_date"
+        )
         assert ids == [r["id"] for r in wanted]
     from demoserv.db import get_database
 

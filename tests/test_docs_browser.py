@@ -1,5 +1,6 @@
 """The docs page renders the OpenAPI document in a real browser: headless Chromium
 against the API served by waitress. Run with ``pytest -m browser`` (README)."""
+
 import shutil
 import subprocess
 
@@ -19,11 +20,25 @@ def test_docs_page_renders_in_chromium(tmp_path, catalogue_dir):
     load_catalogue(catalogue_dir, tmp_path / "db.sqlite3")
     with Server(tmp_path / "db.sqlite3") as server:
         page = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-             "--virtual-time-budget=10000", "--dump-dom", f"{server.base}/api/v1/docs/"],
-            capture_output=True, text=True, timeout=120, check=True,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                f"{server.base}/api/v1/docs/",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         ).stdout
     # The status line is removed once the document has been drawn (and kept, with the
     # error, if it could not be loaded).

@@ -1,4 +1,5 @@
 """create_app: configuration sources and first-run seeding."""
+
 from pathlib import Path
 
 from demoserv import create_app
@@ -39,7 +40,9 @@ def test_relative_database_is_in_the_instance_folder(tmp_path):
 
 
 def test_first_run_builds_the_database_from_the_seed_once(tmp_path):
-    seed = catalogue_factory.write(catalogue_factory.build(seed=4, productions=12), tmp_path / "seed")
+    seed = catalogue_factory.write(
+        catalogue_factory.build(seed=4, productions=12), tmp_path / "seed"
+    )
     database = tmp_path / "first.sqlite3"
     app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
     assert database.exists()
@@ -51,8 +54,9 @@ def test_first_run_builds_the_database_from_the_seed_once(tmp_path):
 
 def test_trusted_proxies(tmp_path, loaded_database):
     headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example"}
-    trusting = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": "",
-                           "TRUSTED_PROXIES": 1})
+    trusting = create_app(
+        {"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": "", "TRUSTED_PROXIES": 1}
+    )
     body = trusting.test_client().get("/api/v1/", headers=headers).json
     assert body["platforms"] == "https://api.example/api/v1/platforms/"
     plain = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})

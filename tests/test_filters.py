@@ -1,4 +1,5 @@
 """Filters, field selection and a releaser's productions, against the oracle."""
+
 import pytest
 
 from . import oracle
@@ -6,7 +7,10 @@ from .conftest import walk
 
 
 def credited(production):
-    return {n["releaser"]["id"] for n in production["author_nicks"] + production["author_affiliation_nicks"]}
+    return {
+        n["releaser"]["id"]
+        for n in production["author_nicks"] + production["author_affiliation_nicks"]
+    }
 
 
 def walked(client, path):
@@ -22,15 +26,28 @@ def some(records, field):
 
 PRODUCTION_CASES = [
     ("supertype=music", lambda p: p["supertype"] == "music"),
-    ("released_since=1995", lambda p: oracle.first_day(p["release_date"] or "9999") >= "1995-01-01"
-     and p["release_date"] is not None),
-    ("released_before=1995-01", lambda p: p["release_date"] is not None
-     and oracle.first_day(p["release_date"]) < "1995-01-01"),
-    ("released_since=1995&released_before=2001-07-14&supertype=production",
-     lambda p: p["release_date"] is not None and p["supertype"] == "production"
-     and "1995-01-01" <= oracle.first_day(p["release_date"]) < "2001-07-14"),
-    ("production_type=14&production_type=1",
-     lambda p: {t["id"] for t in p["types"]} & {14, 1}),
+    (
+        "released_since=1995",
+        lambda p: (
+            oracle.first_day(p["release_date"] or "9999") >= "1995-01-01"
+            and p["release_date"] is not None
+        ),
+    ),
+    (
+        "released_before=1995-01",
+        lambda p: (
+            p["release_date"] is not None and oracle.first_day(p["release_date"]) < "1995-01-01"
+        ),
+    ),
+    (
+        "released_since=1995&released_before=2001-07-14&supertype=production",
+        lambda p: (
+            p["release_date"] is not None
+            and p["supertype"] == "production"
+            and "1995-01-01" <= oracle.first_day(p["release_date"]) < "2001-07-14"
+        ),
+    ),
+    ("production_type=14&production_type=1", lambda p: {t["id"] for t in p["types"]} & {14, 1}),
     ("production_type=14,1", lambda p: {t["id"] for t in p["types"]} & {14, 1}),
     ("title=the%20END", lambda p: p["title"].lower() == "the end"),
     ("title=&supertype=", lambda p: True),
@@ -49,12 +66,18 @@ def test_production_filters_with_ordering_and_paging(client, catalogue, query, w
 def test_platform_and_author_filters(client, catalogue):
     productions = catalogue["productions"]
     platform = some([p for r in productions for p in r["platforms"]], "id")
-    expected = [p["id"] for p in oracle.ordered("productions", [
-        p for p in productions if platform in {x["id"] for x in p["platforms"]}])]
+    expected = [
+        p["id"]
+        for p in oracle.ordered(
+            "productions", [p for p in productions if platform in {x["id"] for x in p["platforms"]}]
+        )
+    ]
     assert walked(client, f"/api/v1/productions/?platform={platform}") == expected
     author = some([n["releaser"] for p in productions for n in p["author_nicks"]], "id")
-    expected = [p["id"] for p in oracle.ordered("productions", [
-        p for p in productions if author in credited(p)])]
+    expected = [
+        p["id"]
+        for p in oracle.ordered("productions", [p for p in productions if author in credited(p)])
+    ]
     assert walked(client, f"/api/v1/productions/?author={author}") == expected
 
 
@@ -65,35 +88,56 @@ def test_party_filters(client, catalogue):
         "country_code=fi": lambda p: p["country_code"] == "FI",
         f"party_series={series}": lambda p: p["party_series"] == series,
         "start_date_before=2000-06": lambda p: oracle.first_day(p["start_date"]) < "2000-06-01",
-        "start_date_since=2000&country_code=DE": lambda p: p["country_code"] == "DE"
-        and oracle.first_day(p["start_date"]) >= "2000-01-01",
-        f"name={parties[0]['name'].upper()}": lambda p: p["name"].lower() == parties[0]["name"].lower(),
+        "start_date_since=2000&country_code=DE": lambda p: (
+            p["country_code"] == "DE" and oracle.first_day(p["start_date"]) >= "2000-01-01"
+        ),
+        f"name={parties[0]['name'].upper()}": lambda p: (
+            p["name"].lower() == parties[0]["name"].lower()
+        ),
     }
     for query, wanted in cases.items():
-        expected = [p["id"] for p in oracle.ordered("parties", [p for p in parties if wanted(p)], "-start_date_date")]
+        expected = [
+            p["id"]
+            for p in oracle.ordered(
+                "parties", [p for p in parties if wanted(p)], "-start_date_date"
+            )
+        ]
         assert expected, query
-        assert walked(client, f"/api/v1/parties/?{query}&ordering=-start_date_date") == expected, query
+        assert walked(client, f"/api/v1/parties/?{query}&ordering=-start_date_date") == expected, (
+            query
+        )
 
 
-@pytest.mark.parametrize("resource", ["party_series", "platforms", "bbses", "releasers", "production_types"])
+@pytest.mark.parametrize(
+    "resource", ["party_series", "platforms", "bbses", "releasers", "production_types"]
+)
 def test_name_filter(client, catalogue, resource):
     records = oracle.all_records(catalogue, resource)
     name = records[3]["name"]
-    expected = [r["id"] for r in oracle.ordered(resource, [r for r in records if r["name"].lower() == name.lower()])]
+    expected = [
+        r["id"]
+        for r in oracle.ordered(resource, [r for r in records if r["name"].lower() == name.lower()])
+    ]
     assert walked(client, f"/api/v1/{resource}/?name={name.swapcase()}") == expected
 
 
 def test_is_group_filter(client, catalogue):
     releasers = oracle.all_records(catalogue, "releasers")
     for value in (True, False):
-        expected = [r["id"] for r in oracle.ordered("releasers", [r for r in releasers if r["is_group"] is value])]
+        expected = [
+            r["id"]
+            for r in oracle.ordered("releasers", [r for r in releasers if r["is_group"] is value])
+        ]
         assert walked(client, f"/api/v1/releasers/?is_group={str(value).lower()}") == expected
 
 
 def test_links_keep_filters(client):
     body = client.get("/api/v1/productions/?supertype=production&ordering=-id").json
     assert body["count"] > 100
-    assert body["next"] == "http://localhost/api/v1/productions/?ordering=-id&page=2&supertype=production"
+    assert (
+        body["next"]
+        == "http://localhost/api/v1/productions/?ordering=-id&page=2&supertype=production"
+    )
 
 
 @pytest.mark.parametrize(
@@ -136,14 +180,28 @@ def test_fields(client):
 
 def test_releaser_productions(client, catalogue):
     productions = catalogue["productions"]
-    releaser = some([n["releaser"] for p in productions for n in p["author_affiliation_nicks"]], "id")
+    releaser = some(
+        [n["releaser"] for p in productions for n in p["author_affiliation_nicks"]], "id"
+    )
     mine = [p for p in productions if releaser in credited(p)]
-    dated = sorted((p for p in mine if p["release_date"]), key=lambda p: (oracle.first_day(p["release_date"]), p["id"]), reverse=True)
-    undated = sorted((p for p in mine if not p["release_date"]), key=lambda p: p["id"], reverse=True)
+    dated = sorted(
+        (p for p in mine if p["release_date"]),
+        key=lambda p: (oracle.first_day(p["release_date"]), p["id"]),
+        reverse=True,
+    )
+    undated = sorted(
+        (p for p in mine if not p["release_date"]), key=lambda p: p["id"], reverse=True
+    )
     body = client.get(f"/api/v1/releasers/{releaser}/productions/").json
     assert isinstance(body, list)
     assert [r["id"] for r in body] == [p["id"] for p in dated + undated]
-    listing = {r["id"]: r for page in walk(client, f"/api/v1/productions/?author={releaser}") for r in page["results"]}
+    listing = {
+        r["id"]: r
+        for page in walk(client, f"/api/v1/productions/?author={releaser}")
+        for r in page["results"]
+    }
     assert body == [listing[r["id"]] for r in body]
-    assert [list(r) for r in client.get(f"/api/v1/releasers/{releaser}/productions/?fields=id").json] == [["id"]] * len(body)
+    assert [
+        list(r) for r in client.get(f"/api/v1/releasers/{releaser}/productions/?fields=id").json
+    ] == [["id"]] * len(body)
     assert client.get("/api/v1/releasers/424242/productions/").status_code == 404

@@ -5,6 +5,7 @@ error, and must conform to the document (status, content type, body).
 A bounded run is part of the suite (DEMOSERV_FUZZ_EXAMPLES cases per operation and
 mode, 25 by default); README gives the command for a longer run.
 """
+
 import os
 
 import pytest
@@ -39,8 +40,13 @@ def test_api_conforms_to_its_document(api_schema, mode):
             continue  # no parameter to get wrong
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         def check(case):
             # A schema-valid page number can still be past the last page (404), so
             # answers to valid data need not be 2xx; everything else is checked. The

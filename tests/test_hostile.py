@@ -1,5 +1,6 @@
 """Hostile and malformed requests: every answer is JSON, a 4xx or a correct 200, never a
 500, a traceback or HTML; absolute URLs cannot be poisoned through the Host header."""
+
 import http.client
 import json
 import logging
@@ -10,10 +11,36 @@ from demoserv.catalogue import load_catalogue
 
 from .test_server import Server
 
-NASTY_VALUES = ["%ff", "%00", "%00abc", "\u202e", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "٣", "'; DROP TABLE productions; --",
-                "../../etc/passwd", "%2e%2e", "<script>", "1e309", "-0", " ", "\t", "ñ" * 300]
-PARAMETERS = ["page", "ordering", "format", "fields", "title", "platform", "production_type",
-              "supertype", "released_before", "released_since", "author"]
+NASTY_VALUES = [
+    "%ff",
+    "%00",
+    "%00abc",
+    "\u202e",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "٣",
+    "'; DROP TABLE productions; --",
+    "../../etc/passwd",
+    "%2e%2e",
+    "<script>",
+    "1e309",
+    "-0",
+    " ",
+    "\t",
+    "ñ" * 300,
+]
+PARAMETERS = [
+    "page",
+    "ordering",
+    "format",
+    "fields",
+    "title",
+    "platform",
+    "production_type",
+    "supertype",
+    "released_before",
+    "released_since",
+    "author",
+]
 
 
 def assert_json_answer(response, allowed=(200, 400, 404, 406)):
@@ -23,46 +50,72 @@ def assert_json_answer(response, allowed=(200, 400, 404, 406)):
     assert isinstance(body, dict)
     if response.status_code != 200:
         assert list(body) == ["detail"]
-        assert "Traceback" not in body["detail"] and "File \"" not in body["detail"]
+        assert "Traceback" not in body["detail"] and 'File "' not in body["detail"]
 
 
 @pytest.mark.parametrize("parameter", PARAMETERS)
 def test_nasty_values_in_every_parameter(client, parameter):
     for value in NASTY_VALUES:
         assert_json_answer(client.get(f"/api/v1/productions/?{parameter}={value}"))
-        assert_json_answer(client.get(f"/api/v1/productions/?{parameter}={value}&{parameter}=1&{parameter}="))
+        assert_json_answer(
+            client.get(f"/api/v1/productions/?{parameter}={value}&{parameter}=1&{parameter}=")
+        )
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/productions/%2e%2e/", "/api/v1/productions/..%2f..%2f/", "/api/v1/%ff/",
-    "/api/v1/productions/%00/", "/api/v1/productions/" + "9" * 40 + "/", "/api/v1/productions/-5/",
-    "/api/v1/productions/1.5/", "/api/v1/productions/0x10/", "/api/v1//productions/",
-    "/api/v1/productions/1/productions/", "/api/v1/releasers/" + "9" * 40 + "/productions/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/productions/%2e%2e/",
+        "/api/v1/productions/..%2f..%2f/",
+        "/api/v1/%ff/",
+        "/api/v1/productions/%00/",
+        "/api/v1/productions/" + "9" * 40 + "/",
+        "/api/v1/productions/-5/",
+        "/api/v1/productions/1.5/",
+        "/api/v1/productions/0x10/",
+        "/api/v1//productions/",
+        "/api/v1/productions/1/productions/",
+        "/api/v1/releasers/" + "9" * 40 + "/productions/",
+    ],
+)
 def test_odd_paths(client, path):
     response = client.get(path)
     assert_json_answer(response, allowed=(404, 308))
 
 
 def test_too_long_requests_are_414_or_431_json(client):
-    for path in ("/api/v1/productions/?title=" + "x" * 100_000,
-                 "/api/v1/productions/?" + "&".join(f"p{i}=1" for i in range(10_000)),
-                 "/api/v1/productions/" + "a" * 5000 + "/"):
+    for path in (
+        "/api/v1/productions/?title=" + "x" * 100_000,
+        "/api/v1/productions/?" + "&".join(f"p{i}=1" for i in range(10_000)),
+        "/api/v1/productions/" + "a" * 5000 + "/",
+    ):
         response = client.get(path)
         assert response.status_code == 414 and response.json == {"detail": "Request URI too long."}
     response = client.get("/api/v1/", headers={"X-Padding": "x" * 20_000})
-    assert response.status_code == 431 and response.json == {"detail": "Request header fields too large."}
+    assert response.status_code == 431 and response.json == {
+        "detail": "Request header fields too large."
+    }
 
 
-@pytest.mark.parametrize("host", ["evil.example/path", "example.com:abc", "exa mple.com",
-                                  "ex\x01ample.com", "example.com:99999999", "@evil.example"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example/path",
+        "example.com:abc",
+        "exa mple.com",
+        "ex\x01ample.com",
+        "example.com:99999999",
+        "@evil.example",
+    ],
+)
 def test_unusable_host_headers_are_400(client, host):
     response = client.get("/api/v1/platforms/", headers={"Host": host})
     assert response.status_code == 400 and "Host" in response.json["detail"]
 
 
-@pytest.mark.parametrize("host", ["api.example.org", "api.example.org:8080", "127.0.0.1:8080",
-                                  "[::1]:8080", "localhost"])
+@pytest.mark.parametrize(
+    "host", ["api.example.org", "api.example.org:8080", "127.0.0.1:8080", "[::1]:8080", "localhost"]
+)
 def test_usable_host_headers(client, host):
     response = client.get("/api/v1/", headers={"Host": host})
     assert response.status_code == 200
@@ -82,12 +135,16 @@ def test_one_access_line_per_request(client, caplog):
         for path in ("/api/v1/platforms/?name=x", "/api/v1/nothing/"):
             client.get(path).close()
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "demoserv.access"]
-    assert [(l["method"], l["path"], l["query"], l["status"]) for l in lines] == [
-        ("GET", "/api/v1/platforms/", "name=x", 200), ("GET", "/api/v1/nothing/", "", 404)]
-    assert all(l["ms"] >= 0 and l["bytes"] > 0 for l in lines)
+    assert [(line["method"], line["path"], line["query"], line["status"]) for line in lines] == [
+        ("GET", "/api/v1/platforms/", "name=x", 200),
+        ("GET", "/api/v1/nothing/", "", 404),
+    ]
+    assert all(line["ms"] >= 0 and line["bytes"] > 0 for line in lines)
 
 
-def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(app, client, caplog, monkeypatch):
+def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(
+    app, client, caplog, monkeypatch
+):
     from demoserv.resources import platforms
 
     def broken(*args):

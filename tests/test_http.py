@@ -1,4 +1,5 @@
 """Methods, headers, negotiation and the one error shape, on every kind of response."""
+
 import pytest
 
 PATHS = [
@@ -67,8 +68,11 @@ def test_other_methods_are_405(client, method, path):
 
 @pytest.mark.parametrize(
     "path, name",
-    [("/api/v1/productions/", "Production List"), ("/api/v1/platforms/1/", "Platform Instance"),
-     ("/api/v1/", "Api Root")],
+    [
+        ("/api/v1/productions/", "Production List"),
+        ("/api/v1/platforms/1/", "Platform Instance"),
+        ("/api/v1/", "Api Root"),
+    ],
 )
 def test_options_describes_the_resource(client, path, name):
     response = client.options(path)
@@ -77,10 +81,25 @@ def test_options_describes_the_resource(client, path, name):
     assert response.json["name"] == name and response.json["description"]
     assert ("ordering" in response.json) == path.endswith("productions/")
     if path == "/api/v1/productions/":
-        assert response.json["ordering"] == ["id", "sortable_title", "release_date_date", "supertype"]
+        assert response.json["ordering"] == [
+            "id",
+            "sortable_title",
+            "release_date_date",
+            "supertype",
+        ]
         assert set(response.json["parameters"]) == {
-            "page", "ordering", "format", "fields", "title", "platform", "production_type",
-            "supertype", "released_before", "released_since", "author"}
+            "page",
+            "ordering",
+            "format",
+            "fields",
+            "title",
+            "platform",
+            "production_type",
+            "supertype",
+            "released_before",
+            "released_since",
+            "author",
+        }
 
 
 def test_options_on_a_missing_path_is_404(client):
@@ -123,8 +142,10 @@ def test_format_overrides_accept(client):
     "path, location",
     [
         ("/api/v1/productions", "http://localhost/api/v1/productions/"),
-        ("/api/v1/productions?page=2&ordering=-id",
-         "http://localhost/api/v1/productions/?page=2&ordering=-id"),
+        (
+            "/api/v1/productions?page=2&ordering=-id",
+            "http://localhost/api/v1/productions/?page=2&ordering=-id",
+        ),
         ("/api/v1", "http://localhost/api/v1/"),
         ("/api/v1/platforms/1", "http://localhost/api/v1/platforms/1/"),
     ],

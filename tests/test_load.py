@@ -1,4 +1,5 @@
 """Loading and exporting catalogue folders, and every way a load can fail."""
+
 import json
 import shutil
 
@@ -7,20 +8,37 @@ import pytest
 from demoserv.catalogue import CatalogueError, export_catalogue, load_catalogue
 from demoserv.db import read_only_engine
 
-from . import catalogue_factory, oracle
+from . import oracle
 
 PRODUCTION = {
-    "id": 1, "title": "Second Reality",
-    "author_nicks": [{"name": "Future Crew", "abbreviation": "FC",
-                      "releaser": {"id": 10, "name": "Future Crew", "is_group": True}}],
-    "author_affiliation_nicks": [], "release_date": "1993-10", "supertype": "production",
+    "id": 1,
+    "title": "Second Reality",
+    "author_nicks": [
+        {
+            "name": "Future Crew",
+            "abbreviation": "FC",
+            "releaser": {"id": 10, "name": "Future Crew", "is_group": True},
+        }
+    ],
+    "author_affiliation_nicks": [],
+    "release_date": "1993-10",
+    "supertype": "production",
     "platforms": [{"id": 2, "name": "MS-Dos"}],
-    "types": [{"id": 1, "name": "Demo", "supertype": "production"}], "tags": ["classic"],
+    "types": [{"id": 1, "name": "Demo", "supertype": "production"}],
+    "tags": ["classic"],
 }
 PARTY = {
-    "id": 5, "name": "Assembly 1993", "tagline": "", "start_date": "1993-07-30",
-    "end_date": "1993-08-01", "location": "Kauniainen, Finland", "is_online": False,
-    "country_code": "FI", "latitude": 60.2, "longitude": 24.7, "website": "",
+    "id": 5,
+    "name": "Assembly 1993",
+    "tagline": "",
+    "start_date": "1993-07-30",
+    "end_date": "1993-08-01",
+    "location": "Kauniainen, Finland",
+    "is_online": False,
+    "country_code": "FI",
+    "latitude": 60.2,
+    "longitude": 24.7,
+    "website": "",
 }
 
 
@@ -35,7 +53,9 @@ def counts(path):
     engine = read_only_engine(path)
     try:
         with engine.connect() as connection:
-            return dict(connection.exec_driver_sql("SELECT resource, count FROM record_counts").all())
+            return dict(
+                connection.exec_driver_sql("SELECT resource, count FROM record_counts").all()
+            )
     finally:
         engine.dispose()
 
@@ -58,20 +78,42 @@ BAD_PRODUCTIONS = [
     ("missing field", with_field(PRODUCTION, "title", KeyError), "productions.jsonl:2: title: "),
     ("wrong type", with_field(PRODUCTION, "id", "1"), "productions.jsonl:2: id: "),
     ("bool as int", with_field(PRODUCTION, "id", True), "productions.jsonl:2: id: "),
-    ("int as bool", with_field(PRODUCTION, "author_nicks.0.releaser.is_group", 1),
-     "productions.jsonl:2: author_nicks.0.releaser.is_group: "),
-    ("impossible day", with_field(PRODUCTION, "release_date", "1993-02-30"),
-     'productions.jsonl:2: release_date: "1993-02-30" is not a real date.'),
-    ("impossible month", with_field(PRODUCTION, "release_date", "1993-13"),
-     'productions.jsonl:2: release_date: "1993-13" is not a real date.'),
-    ("bad date shape", with_field(PRODUCTION, "release_date", "93-1-2"),
-     "productions.jsonl:2: release_date: "),
-    ("bad supertype", with_field(PRODUCTION, "supertype", "film"), "productions.jsonl:2: supertype: "),
-    ("bad nested supertype", with_field(PRODUCTION, "types.0.supertype", "Demo"),
-     "productions.jsonl:2: types.0.supertype: "),
+    (
+        "int as bool",
+        with_field(PRODUCTION, "author_nicks.0.releaser.is_group", 1),
+        "productions.jsonl:2: author_nicks.0.releaser.is_group: ",
+    ),
+    (
+        "impossible day",
+        with_field(PRODUCTION, "release_date", "1993-02-30"),
+        'productions.jsonl:2: release_date: "1993-02-30" is not a real date.',
+    ),
+    (
+        "impossible month",
+        with_field(PRODUCTION, "release_date", "1993-13"),
+        'productions.jsonl:2: release_date: "1993-13" is not a real date.',
+    ),
+    (
+        "bad date shape",
+        with_field(PRODUCTION, "release_date", "93-1-2"),
+        "productions.jsonl:2: release_date: ",
+    ),
+    (
+        "bad supertype",
+        with_field(PRODUCTION, "supertype", "film"),
+        "productions.jsonl:2: supertype: ",
+    ),
+    (
+        "bad nested supertype",
+        with_field(PRODUCTION, "types.0.supertype", "Demo"),
+        "productions.jsonl:2: types.0.supertype: ",
+    ),
     ("tags not strings", with_field(PRODUCTION, "tags", [1]), "productions.jsonl:2: tags.0: "),
-    ("nick missing releaser", with_field(PRODUCTION, "author_nicks.0.releaser", KeyError),
-     "productions.jsonl:2: author_nicks.0.releaser: "),
+    (
+        "nick missing releaser",
+        with_field(PRODUCTION, "author_nicks.0.releaser", KeyError),
+        "productions.jsonl:2: author_nicks.0.releaser: ",
+    ),
     ("negative id", with_field(PRODUCTION, "id", -4), "productions.jsonl:2: id: "),
 ]
 
@@ -95,7 +137,9 @@ def assert_fails(source, database, message):
     assert [p.name for p in database.parent.iterdir() if p.name.endswith(".loading")] == []
 
 
-@pytest.mark.parametrize("case, record, message", BAD_PRODUCTIONS, ids=[c[0] for c in BAD_PRODUCTIONS])
+@pytest.mark.parametrize(
+    "case, record, message", BAD_PRODUCTIONS, ids=[c[0] for c in BAD_PRODUCTIONS]
+)
 def test_bad_records_fail_with_file_line_field(served, case, record, message):
     database, bad = served
     write_lines(bad, "productions", [dict(PRODUCTION, id=2), record])
@@ -104,9 +148,16 @@ def test_bad_records_fail_with_file_line_field(served, case, record, message):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("start_date", "1993-02-29"), ("end_date", ""), ("country_code", "fi"),
-     ("country_code", "FIN"), ("latitude", 91.0), ("longitude", "24.7"), ("is_online", "no"),
-     ("party_series", 99)],
+    [
+        ("start_date", "1993-02-29"),
+        ("end_date", ""),
+        ("country_code", "fi"),
+        ("country_code", "FIN"),
+        ("latitude", 91.0),
+        ("longitude", "24.7"),
+        ("is_online", "no"),
+        ("party_series", 99),
+    ],
 )
 def test_bad_parties(served, field, value):
     database, bad = served
@@ -117,10 +168,15 @@ def test_bad_parties(served, field, value):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (b'{"id": 1, "name": "Amiga"\n', "platforms.jsonl:1: invalid JSON: unexpected end of data at column 27"),
+        (
+            b'{"id": 1, "name": "Amiga"\n',
+            "platforms.jsonl:1: invalid JSON: unexpected end of data at column 27",
+        ),
         (b'{"id": 1, "name": "Amiga"}\n[1, 2]\n', "platforms.jsonl:2: record: not a JSON object"),
-        (b'{"id": 1, "name": "Amiga"}\n{"id": 1, "name": "Amiga"}\n',
-         "platforms.jsonl:2: id: duplicate id 1 (first on line 1)"),
+        (
+            b'{"id": 1, "name": "Amiga"}\n{"id": 1, "name": "Amiga"}\n',
+            "platforms.jsonl:2: id: duplicate id 1 (first on line 1)",
+        ),
         (b'{"id": 1, "name": "\xe4miga"}\n', "platforms.jsonl:1: not valid UTF-8"),
         (b'{"id": 1}\n', "platforms.jsonl:1: name: Missing data for required field."),
     ],
@@ -136,7 +192,8 @@ def test_summary_contradicting_its_record(served):
     write_lines(bad, "releasers", [{"id": 10, "name": "Future Crew", "is_group": False}])
     write_lines(bad, "productions", [PRODUCTION])
     assert_fails(
-        bad, database,
+        bad,
+        database,
         "productions.jsonl:1: author_nicks.0.releaser.is_group: true contradicts releasers.jsonl:1",
     )
 
@@ -145,7 +202,9 @@ def test_summaries_contradicting_each_other(served):
     database, bad = served
     other = with_field(dict(PRODUCTION, id=2), "platforms.0.name", "PC")
     write_lines(bad, "productions", [PRODUCTION, other])
-    assert_fails(bad, database, 'productions.jsonl:2: platforms.0.name: "PC" contradicts productions.jsonl:1')
+    assert_fails(
+        bad, database, 'productions.jsonl:2: platforms.0.name: "PC" contradicts productions.jsonl:1'
+    )
 
 
 def test_empty_or_missing_folder(served):
@@ -157,16 +216,24 @@ def test_empty_or_missing_folder(served):
 
 def test_url_fields_and_unknown_fields_are_ignored_and_blank_lines_skipped(tmp_path):
     source = tmp_path / "src"
-    write_lines(source, "platforms", [
-        b"\xef\xbb\xbf" + json.dumps({"id": 1, "name": "Amiga", "url": "x", "colour": 3}).encode() + b"\n",
-        b"\n",
-        {"id": 2, "name": "C64", "service_url": "y"},
-    ])
+    write_lines(
+        source,
+        "platforms",
+        [
+            b"\xef\xbb\xbf"
+            + json.dumps({"id": 1, "name": "Amiga", "url": "x", "colour": 3}).encode()
+            + b"\n",
+            b"\n",
+            {"id": 2, "name": "C64", "service_url": "y"},
+        ],
+    )
     load_catalogue(source, tmp_path / "db.sqlite3")
     assert counts(tmp_path / "db.sqlite3")["platforms"] == 2
 
 
-def test_load_then_export_gives_back_the_same_records(catalogue, catalogue_dir, loaded_database, tmp_path):
+def test_load_then_export_gives_back_the_same_records(
+    catalogue, catalogue_dir, loaded_database, tmp_path
+):
     engine = read_only_engine(loaded_database)
     with engine.connect() as connection:
         exported = export_catalogue(connection, tmp_path / "out")
@@ -190,8 +257,13 @@ def test_absent_files_mean_no_records(tmp_path):
     load_catalogue(source, tmp_path / "db.sqlite3")
     # Releasers, platforms and types are created from the nested summaries.
     assert counts(tmp_path / "db.sqlite3") == {
-        "party_series": 0, "platforms": 1, "bbses": 0, "parties": 0, "productions": 1,
-        "releasers": 1, "production_types": 1,
+        "party_series": 0,
+        "platforms": 1,
+        "bbses": 0,
+        "parties": 0,
+        "productions": 1,
+        "releasers": 1,
+        "production_types": 1,
     }
 
 
@@ -199,6 +271,7 @@ def test_cli_load_and_export(app, tmp_path, catalogue_dir):
     database = tmp_path / "cli.sqlite3"
     app.config["DATABASE"] = str(database)
     from demoserv import db
+
     db.init_app(app)
     runner = app.test_cli_runner()
     result = runner.invoke(args=["load", str(catalogue_dir)])
@@ -230,7 +303,9 @@ def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
     env = dict(os.environ, DEMOSERV_DATABASE=str(tmp_path / "db.sqlite3"), DEMOSERV_SEED_DIR="")
     process = subprocess.Popen(
         [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue_dir)],
-        stdout=terminal, stderr=terminal, env=env,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
     )
     os.close(terminal)
     output = b""

@@ -1,4 +1,5 @@
 """The OpenAPI document and the docs page."""
+
 import re
 
 import pytest
@@ -40,7 +41,11 @@ class Answer:
 @pytest.mark.parametrize(
     "path, status, body",
     [
-        ("/api/v1/platforms/", 200, b'{"count": 1, "next": null, "previous": null, "results": [{"id": "1"}]}'),
+        (
+            "/api/v1/platforms/",
+            200,
+            b'{"count": 1, "next": null, "previous": null, "results": [{"id": "1"}]}',
+        ),
         ("/api/v1/platforms/", 200, b'{"count": 1, "next": null, "results": []}'),
         ("/api/v1/productions/3/", 200, b'{"id": 3, "colour": "red"}'),
         ("/api/v1/productions/3/", 404, b'{"error": "Not found."}'),

@@ -1,4 +1,5 @@
 """Every ordering key of every resource, both directions, walked to the end."""
+
 import pytest
 
 from demoserv import ordering
@@ -6,11 +7,7 @@ from demoserv import ordering
 from . import oracle
 from .conftest import walk
 
-CASES = [
-    (resource, key)
-    for resource, keys in oracle.KEYS.items()
-    for key in keys
-]
+CASES = [(resource, key) for resource, keys in oracle.KEYS.items() for key in keys]
 
 
 def test_keys_are_the_contracts():
@@ -108,9 +105,22 @@ def test_sortable_title(title, key):
 
 @pytest.mark.parametrize(
     "value",
-    ["foo", "", ",", "title", "--sortable_title", "-", "sortable_title,", "id;DROP TABLE productions",
-     "id,nope", "id,", "-id,--id",
-     "sortable_title,nope", "Sortable_Title", "sortable_title DESC"],
+    [
+        "foo",
+        "",
+        ",",
+        "title",
+        "--sortable_title",
+        "-",
+        "sortable_title,",
+        "id;DROP TABLE productions",
+        "id,nope",
+        "id,",
+        "-id,--id",
+        "sortable_title,nope",
+        "Sortable_Title",
+        "sortable_title DESC",
+    ],
 )
 def test_bad_ordering_is_400_naming_the_key(client, value):
     response = client.get("/api/v1/productions/", query_string={"ordering": value})

@@ -1,4 +1,5 @@
 """The page envelope, page numbers and the next/previous links."""
+
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -35,7 +36,9 @@ def test_links(client):
     assert second["next"].endswith("page=3")
     third = client.get(second["next"]).json
     assert third["next"] is None
-    assert third["previous"] == "http://localhost/api/v1/productions/?format=api&ordering=-id&page=2"
+    assert (
+        third["previous"] == "http://localhost/api/v1/productions/?format=api&ordering=-id&page=2"
+    )
 
 
 def test_bare_listing_next_is_page_2(client):
@@ -47,7 +50,11 @@ def test_links_keep_unknown_and_repeated_parameters_sorted(client):
     query = parse_qsl(urlsplit(body["next"]).query, keep_blank_values=True)
     assert query == [("a", ""), ("b", "2"), ("b", "1"), ("page", "3"), ("zz", "1")]
     assert parse_qsl(urlsplit(body["previous"]).query, keep_blank_values=True) == [
-        ("a", ""), ("b", "2"), ("b", "1"), ("zz", "1")]
+        ("a", ""),
+        ("b", "2"),
+        ("b", "1"),
+        ("zz", "1"),
+    ]
 
 
 @pytest.mark.parametrize(

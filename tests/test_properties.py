@@ -6,6 +6,7 @@ generated catalogues: for every resource and every ordering,
 - ``count`` is the same on every page;
 - page k holds exactly records 100(k-1)+1 to 100k of the full walk.
 """
+
 import json
 import tempfile
 from pathlib import Path
@@ -21,8 +22,21 @@ from .openapi_check import ValidatingClient
 
 # Few values, so that ties (equal names, titles, dates) are the rule, not the exception.
 NAMES = st.sampled_from(["Alpha", "alpha", "BETA", "beta", ".dot", "2nd", "Élan", "", " x", "Zulu"])
-TITLES = st.sampled_from(["The End", "end", "A Mind Is Born", "$tuff", "stuff", "2 Lives",
-                          "10 Lives", "Élan", "elan", "?", ""])
+TITLES = st.sampled_from(
+    [
+        "The End",
+        "end",
+        "A Mind Is Born",
+        "$tuff",
+        "stuff",
+        "2 Lives",
+        "10 Lives",
+        "Élan",
+        "elan",
+        "?",
+        "",
+    ]
+)
 DATES = st.sampled_from([None, "1995", "1995-01", "1995-01-01", "2001-07", "2001-07-14", "1987"])
 PARTY_DATES = DATES.filter(lambda d: d is not None)
 
@@ -35,38 +49,80 @@ def catalogues(draw):
         return draw(st.lists(st.integers(1, 10**6), unique=True, min_size=size, max_size=size))
 
     edges = (0, 1, 99, 100, 101, 200, 201)
-    releasers = [{"id": i, "name": draw(NAMES), "is_group": draw(st.booleans())} for i in ids(0, 3, 30)]
+    releasers = [
+        {"id": i, "name": draw(NAMES), "is_group": draw(st.booleans())} for i in ids(0, 3, 30)
+    ]
     platforms = [{"id": i, "name": draw(NAMES)} for i in ids(0, 1, 8)]
     productions = []
     for i in ids(*edges):
         supertype = draw(st.sampled_from(["production", "music", "graphics"]))
-        productions.append({
-            "id": i, "title": draw(TITLES),
-            "author_nicks": [{"name": r["name"], "abbreviation": "", "releaser": r}
-                             for r in draw(st.lists(st.sampled_from(releasers), max_size=2))]
-            if releasers else [],
-            "author_affiliation_nicks": [],
-            "release_date": draw(DATES), "supertype": supertype,
-            "platforms": draw(st.lists(st.sampled_from(platforms), max_size=1, unique_by=lambda p: p["id"]))
-            if platforms else [],
-            "types": [{"id": {"production": 1, "music": 14, "graphics": 23}[supertype],
-                       "name": supertype.title(), "supertype": supertype}],
-            "tags": [],
-        })
+        productions.append(
+            {
+                "id": i,
+                "title": draw(TITLES),
+                "author_nicks": [
+                    {"name": r["name"], "abbreviation": "", "releaser": r}
+                    for r in draw(st.lists(st.sampled_from(releasers), max_size=2))
+                ]
+                if releasers
+                else [],
+                "author_affiliation_nicks": [],
+                "release_date": draw(DATES),
+                "supertype": supertype,
+                "platforms": draw(
+                    st.lists(st.sampled_from(platforms), max_size=1, unique_by=lambda p: p["id"])
+                )
+                if platforms
+                else [],
+                "types": [
+                    {
+                        "id": {"production": 1, "music": 14, "graphics": 23}[supertype],
+                        "name": supertype.title(),
+                        "supertype": supertype,
+                    }
+                ],
+                "tags": [],
+            }
+        )
     parties = []
     for i in ids(*edges):
         start = draw(PARTY_DATES)
-        parties.append({
-            "id": i, "name": draw(NAMES), "tagline": "", "start_date": start,
-            "end_date": draw(PARTY_DATES), "location": "", "is_online": False,
-            "country_code": draw(st.sampled_from(["", "FI", "DE", "NO"])),
-            "latitude": None, "longitude": None, "website": "", "party_series": None,
-        })
-    bbses = [{"id": i, "name": draw(NAMES), "location": "", "latitude": None, "longitude": None,
-              "tags": []} for i in ids(*edges)]
+        parties.append(
+            {
+                "id": i,
+                "name": draw(NAMES),
+                "tagline": "",
+                "start_date": start,
+                "end_date": draw(PARTY_DATES),
+                "location": "",
+                "is_online": False,
+                "country_code": draw(st.sampled_from(["", "FI", "DE", "NO"])),
+                "latitude": None,
+                "longitude": None,
+                "website": "",
+                "party_series": None,
+            }
+        )
+    bbses = [
+        {
+            "id": i,
+            "name": draw(NAMES),
+            "location": "",
+            "latitude": None,
+            "longitude": None,
+            "tags": [],
+        }
+        for i in ids(*edges)
+    ]
     series = [{"id": i, "name": draw(NAMES), "website": ""} for i in ids(*edges)]
-    return {"platforms": platforms, "releasers": releasers, "party_series": series,
-            "parties": parties, "bbses": bbses, "productions": productions}
+    return {
+        "platforms": platforms,
+        "releasers": releasers,
+        "party_series": series,
+        "parties": parties,
+        "bbses": bbses,
+        "productions": productions,
+    }
 
 
 def walk_ids(client, path):
@@ -79,8 +135,12 @@ def walk_ids(client, path):
     return pages
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(catalogue=catalogues())
 def test_paging_properties(catalogue):
     with tempfile.TemporaryDirectory() as folder:
@@ -108,4 +168,6 @@ def test_paging_properties(catalogue):
                 if resource != "platforms":
                     for number in range(1, len(ascending) + 1):
                         page = client.get(f"/api/v1/{resource}/?ordering={key}&page={number}").json
-                        assert [r["id"] for r in page["results"]] == up[100 * (number - 1):100 * number]
+                        assert [r["id"] for r in page["results"]] == up[
+                            100 * (number - 1) : 100 * number
+                        ]

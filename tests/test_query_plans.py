@@ -4,7 +4,7 @@ Checked with EXPLAIN QUERY PLAN on every statement that walking every listing, i
 every order, runs. The one exception is the single sort that an order on several keys
 costs on its first request (kept afterwards); it is warmed before statements are caught.
 """
-import pytest
+
 from sqlalchemy import event
 
 from demoserv.db import get_database
@@ -12,7 +12,10 @@ from demoserv.db import get_database
 from . import oracle
 from .conftest import walk
 
-MULTI_KEY = ["productions/?ordering=supertype,-release_date_date", "parties/?ordering=-country_code,name"]
+MULTI_KEY = [
+    "productions/?ordering=supertype,-release_date_date",
+    "parties/?ordering=-country_code,name",
+]
 
 
 def catch_statements(engine):
@@ -53,4 +56,6 @@ def test_no_listing_query_scans_a_table(app, client):
             plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
             details = [row[-1] for row in plan]
             assert not any(d.startswith("SCAN") or "TEMP B-TREE" in d for d in details), (
-                statement, details)
+                statement,
+                details,
+            )

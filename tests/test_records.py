@@ -1,4 +1,5 @@
 """Every record of every resource, list and detail, exactly as the contract shapes it."""
+
 import pytest
 
 from . import oracle
@@ -22,21 +23,44 @@ def expected(resource, record, suffix=""):
     if resource == "releasers":
         return {"url": own_url, **{k: record[k] for k in ("id", "name", "is_group")}}
     if resource == "party_series":
-        return {"url": own_url, "service_url": f"{SITE_URL}/parties/series/{record['id']}/",
-                **{k: record[k] for k in ("id", "name", "website")}}
+        return {
+            "url": own_url,
+            "service_url": f"{SITE_URL}/parties/series/{record['id']}/",
+            **{k: record[k] for k in ("id", "name", "website")},
+        }
     if resource == "bbses":
-        return {"url": own_url, "service_url": f"{SITE_URL}/bbs/{record['id']}/",
-                **{k: record[k] for k in ("id", "name", "location", "latitude", "longitude", "tags")}}
+        return {
+            "url": own_url,
+            "service_url": f"{SITE_URL}/bbs/{record['id']}/",
+            **{k: record[k] for k in ("id", "name", "location", "latitude", "longitude", "tags")},
+        }
     if resource == "parties":
-        fields = ("id", "name", "tagline", "start_date", "end_date", "location", "is_online",
-                  "country_code", "latitude", "longitude", "website")
-        return {"url": own_url, "service_url": f"{SITE_URL}/parties/{record['id']}/",
-                **{k: record[k] for k in fields}}
+        fields = (
+            "id",
+            "name",
+            "tagline",
+            "start_date",
+            "end_date",
+            "location",
+            "is_online",
+            "country_code",
+            "latitude",
+            "longitude",
+            "website",
+        )
+        return {
+            "url": own_url,
+            "service_url": f"{SITE_URL}/parties/{record['id']}/",
+            **{k: record[k] for k in fields},
+        }
 
     def nick(n):
         releaser = n["releaser"]
-        return {"name": n["name"], "abbreviation": n["abbreviation"],
-                "releaser": expected("releasers", releaser, suffix)}
+        return {
+            "name": n["name"],
+            "abbreviation": n["abbreviation"],
+            "releaser": expected("releasers", releaser, suffix),
+        }
 
     return {
         "url": own_url,
@@ -84,8 +108,11 @@ def test_detail_records(client, catalogue, resource):
         wanted = expected(resource, record, "?format=api")
         if resource == "releasers":
             kind = "groups" if record["is_group"] else "sceners"
-            wanted = {"url": wanted.pop("url"),
-                      "service_url": f"{SITE_URL}/{kind}/{record['id']}/", **wanted}
+            wanted = {
+                "url": wanted.pop("url"),
+                "service_url": f"{SITE_URL}/{kind}/{record['id']}/",
+                **wanted,
+            }
         if resource == "parties":
             series_id = record.get("party_series")
             wanted["party_series"] = (
@@ -118,8 +145,15 @@ def test_every_url_resolves(client):
 def test_root_lists_every_resource(client):
     body = client.get("/api/v1/").json
     assert body == {name: f"{API}{name}/" for name in oracle.KEYS}
-    assert list(body) == ["party_series", "platforms", "bbses", "parties", "productions",
-                          "releasers", "production_types"]
+    assert list(body) == [
+        "party_series",
+        "platforms",
+        "bbses",
+        "parties",
+        "productions",
+        "releasers",
+        "production_types",
+    ]
     body = client.get("/api/v1/?format=api").json
     assert all(address.endswith("/?format=api") for address in body.values())
 

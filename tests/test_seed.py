@@ -1,4 +1,5 @@
 """The starter catalogue in seed/: it loads, it is consistent, and it fills pages."""
+
 import json
 from pathlib import Path
 
@@ -12,11 +13,21 @@ from .conftest import walk
 SEED = Path(__file__).resolve().parent.parent / "seed"
 # SPEC.md's observed production types.
 SPEC_TYPES = {
-    1: ("Demo", "production"), 4: ("Intro", "production"), 5: ("Diskmag", "production"),
-    6: ("Tool", "production"), 8: ("Slideshow", "production"), 13: ("Cracktro", "production"),
-    22: ("32K Intro", "production"), 33: ("Game", "production"), 41: ("BBStro", "production"),
-    53: ("BBS Door", "production"), 14: ("Music", "music"), 29: ("Tracked Music", "music"),
-    30: ("Streaming Music", "music"), 23: ("Graphics", "graphics"), 36: ("Photo", "graphics"),
+    1: ("Demo", "production"),
+    4: ("Intro", "production"),
+    5: ("Diskmag", "production"),
+    6: ("Tool", "production"),
+    8: ("Slideshow", "production"),
+    13: ("Cracktro", "production"),
+    22: ("32K Intro", "production"),
+    33: ("Game", "production"),
+    41: ("BBStro", "production"),
+    53: ("BBS Door", "production"),
+    14: ("Music", "music"),
+    29: ("Tracked Music", "music"),
+    30: ("Streaming Music", "music"),
+    23: ("Graphics", "graphics"),
+    36: ("Photo", "graphics"),
 }
 
 

@@ -1,17 +1,30 @@
 """The compiled dumpers give exactly what the marshmallow schemas give."""
+
 import pytest
 from marshmallow import Schema, fields
 
 from demoserv.db import get_catalogue, get_connection
-from demoserv.ordering import parse
 from demoserv.filters import Conditions
-from demoserv.resources import bbses, parties, party_series, platforms, production_types
-from demoserv.resources import productions, releasers
+from demoserv.ordering import parse
+from demoserv.resources import (
+    bbses,
+    parties,
+    party_series,
+    platforms,
+    production_types,
+    productions,
+    releasers,
+)
 from demoserv.serialize import compile_dumper
 
 RESOURCES = [
-    party_series.PartySeries(), platforms.Platforms(), bbses.BBSes(), parties.Parties(),
-    productions.Productions(), releasers.Releasers(), production_types.ProductionTypes(),
+    party_series.PartySeries(),
+    platforms.Platforms(),
+    bbses.BBSes(),
+    parties.Parties(),
+    productions.Productions(),
+    releasers.Releasers(),
+    production_types.ProductionTypes(),
 ]
 
 

@@ -1,5 +1,6 @@
 """The contract over real HTTP, through waitress, on catalogues the other tests never use;
 and a catalogue replaced while several threads read."""
+
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+
 from demoserv.catalogue import load_catalogue
 
 from . import catalogue_factory, oracle
@@ -21,15 +23,28 @@ class Server:
     """``waitress-serve`` in a process of its own on a free loopback port, stopped by PID."""
 
     def __init__(self, database, threads=4):
-        self.env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SITE_URL=SITE_URL,
-                        DEMOSERV_SEED_DIR="")
+        self.env = dict(
+            os.environ,
+            DEMOSERV_DATABASE=str(database),
+            DEMOSERV_SITE_URL=SITE_URL,
+            DEMOSERV_SEED_DIR="",
+        )
         self.threads = threads
 
     def __enter__(self):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={self.threads}",
-             "--call", "demoserv:create_app"],
-            env=self.env, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "waitress",
+                "--listen=127.0.0.1:0",
+                f"--threads={self.threads}",
+                "--call",
+                "demoserv:create_app",
+            ],
+            env=self.env,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for line in self.process.stderr:  # waitress logs the address once it listens
             match = re.search(r"Serving on (http://127\.0\.0\.1:[0-9]+)", line)
@@ -66,8 +81,15 @@ def serve(database, tmp_path):
 @pytest.fixture(scope="module")
 def unseen(tmp_path_factory):
     folder = tmp_path_factory.mktemp("unseen")
-    catalogue = catalogue_factory.build(seed=20261122, productions=333, parties=212,
-                                        party_series=101, bbses=199, releasers=120, platforms=45)
+    catalogue = catalogue_factory.build(
+        seed=20261122,
+        productions=333,
+        parties=212,
+        party_series=101,
+        bbses=199,
+        releasers=120,
+        platforms=45,
+    )
     catalogue_factory.write(catalogue, folder / "files")
     load_catalogue(folder / "files", folder / "db.sqlite3")
     return catalogue, folder / "db.sqlite3"
@@ -97,7 +119,10 @@ def test_contract_over_http_on_an_unseen_catalogue(unseen, tmp_path):
                 for sign in ("", "-"):
                     got = walk_http(server, f"/api/v1/{resource}/?ordering={sign}{key}&format=api")
                     wanted = oracle.ordered(resource, everything, sign + key)
-                    assert [r["id"] for r in got] == [r["id"] for r in wanted], (resource, sign + key)
+                    assert [r["id"] for r in got] == [r["id"] for r in wanted], (
+                        resource,
+                        sign + key,
+                    )
             got = walk_http(server, f"/api/v1/{resource}/?ordering=id")
             for actual, record in zip(got, sorted(everything, key=lambda r: r["id"])):
                 wanted = expected(resource, record)
@@ -130,13 +155,17 @@ def test_replacement_while_threads_read(tmp_path):
 
     def read(server, page):
         for count in range(20000):  # bounded; ends far sooner when told to stop
-            status, _, body = server.get(f"/api/v1/productions/?page={page}&ordering=-release_date_date")
+            status, _, body = server.get(
+                f"/api/v1/productions/?page={page}&ordering=-release_date_date"
+            )
             if status != 200:
                 failures.append((status, body))
                 return
             name = catalogues.get(body["count"])
             marks = {tag for r in body["results"] for tag in r["tags"]}
-            nick_marks = {n["name"].split(":")[0] for r in body["results"] for n in r["author_nicks"]}
+            nick_marks = {
+                n["name"].split(":")[0] for r in body["results"] for n in r["author_nicks"]
+            }
             if name is None or marks != {f"catalogue-{name}"} or nick_marks - {name}:
                 failures.append(("mixed", body["count"], marks, nick_marks))
                 return

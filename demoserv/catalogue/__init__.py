@@ -1,4 +1,5 @@
 """Catalogue files: loading (the only writer of the database), validating, exporting."""
+
 from .export import export_catalogue
 from .load import CatalogueError, Progress, load_catalogue
 

@@ -1,4 +1,5 @@
 """``flask load DIR`` and ``flask export DIR``: thin wrappers over the catalogue package."""
+
 import sys
 import time
 from pathlib import Path

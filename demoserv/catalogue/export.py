@@ -1,4 +1,5 @@
 """Writing the served catalogue back as a catalogue folder, in the format it loads from."""
+
 import os
 from pathlib import Path
 

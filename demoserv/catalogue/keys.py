@@ -1,4 +1,5 @@
 """Sort keys computed once, at load, from the values records are loaded with."""
+
 import re
 import unicodedata
 
@@ -22,7 +23,7 @@ def sortable_title(title):
     text = _DIGIT_RUN.sub(lambda match: match.group().zfill(9), text)
     for article in _ARTICLES:
         if text.startswith(article):
-            return f"{text[len(article):]} {article.strip()}"
+            return f"{text[len(article) :]} {article.strip()}"
     return text
 
 

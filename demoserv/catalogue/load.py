@@ -4,6 +4,7 @@ the served one, and rename it over the served one only when all of it is good.
 A failed load raises CatalogueError(``file:line: field: what is wrong``) and leaves
 the served file untouched; a reader sees the old catalogue or the new one, never a mix.
 """
+
 import datetime
 import os
 import sqlite3
@@ -274,7 +275,10 @@ class _Builder:
                 "release_date_key": keys.date_key(record["release_date"]),
             },
         )
-        for role, field in (("author", "author_nicks"), ("affiliation", "author_affiliation_nicks")):
+        for role, field in (
+            ("author", "author_nicks"),
+            ("affiliation", "author_affiliation_nicks"),
+        ):
             for position, nick in enumerate(record[field]):
                 self._queue(
                     tables.production_nicks,
@@ -290,7 +294,11 @@ class _Builder:
         for position, platform in enumerate(record["platforms"]):
             self._queue(
                 tables.production_platforms,
-                {"production_id": production_id, "position": position, "platform_id": platform["id"]},
+                {
+                    "production_id": production_id,
+                    "position": position,
+                    "platform_id": platform["id"],
+                },
             )
         for position, production_type in enumerate(record["types"]):
             self._queue(

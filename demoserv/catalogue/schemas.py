@@ -1,6 +1,7 @@
 """The records of catalogue files, as marshmallow schemas that load (validate) them and
 dump them back (export). Types are strict: ``"12"`` is not an integer, ``1`` is not a
 boolean, and partial dates must be real calendar dates."""
+
 import datetime
 import math
 import re
@@ -109,7 +110,9 @@ class PartyRecord(RecordSchema):
     is_online = StrictBoolean(required=True)
     country_code = fields.String(
         required=True,
-        validate=validate.Regexp(r"(?:[A-Z]{2})?\Z", error="must be two uppercase letters or empty."),
+        validate=validate.Regexp(
+            r"(?:[A-Z]{2})?\Z", error="must be two uppercase letters or empty."
+        ),
     )
     latitude = _coordinate(90)
     longitude = _coordinate(180)

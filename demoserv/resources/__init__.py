@@ -1,5 +1,15 @@
 """One module per resource, each exposing its blueprint as ``bp``."""
-from . import bbses, parties, party_series, platforms, production_types, productions, releasers, root
+
+from . import (
+    bbses,
+    parties,
+    party_series,
+    platforms,
+    production_types,
+    productions,
+    releasers,
+    root,
+)
 
 RESOURCES = [
     party_series.resource,

@@ -1,4 +1,5 @@
 """Bulletin board systems."""
+
 from marshmallow import Schema, fields
 
 from .. import tables

@@ -1,14 +1,14 @@
 """What every resource shares: the record URL fields, the nested summaries, and the
 list and detail views built from a resource's declaration."""
+
 import functools
 
 from flask import Blueprint, request
 from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
-from .. import filters
+from .. import filters, pagination
 from .. import ordering as ordering_keys
-from .. import pagination
 from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import api_url, site_url
@@ -125,8 +125,8 @@ class Resource:
             page = pagination.current_page(catalogue.counts.get(self.name, 0), size)
             statement = self._rank_statements.get(ordering.cache_key)
             if statement is None:
-                statement = self._rank_statements[ordering.cache_key] = (
-                    ordering.rank_statement(self.record_query)
+                statement = self._rank_statements[ordering.cache_key] = ordering.rank_statement(
+                    self.record_query
                 )
             bounds = ordering.rank_bounds(page.start, page.stop, page.count)
             rows = [dict(row) for row in connection.execute(statement, bounds).mappings().all()]
@@ -136,7 +136,7 @@ class Resource:
                 lambda: ordering.sorted_ids(connection, conditions.clauses),
             )
             page = pagination.current_page(len(ids), size)
-            rows = self.fetch_ids(connection, ids[page.start:page.stop])
+            rows = self.fetch_ids(connection, ids[page.start : page.stop])
         if rows:
             self.attach(connection, rows)
         return page, rows

@@ -1,4 +1,5 @@
 """Parties: the editions of party series, online or at a place."""
+
 from marshmallow import Schema, fields
 from sqlalchemy import select
 

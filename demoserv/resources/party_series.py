@@ -1,4 +1,5 @@
 """Party series: the recurring events that parties are editions of."""
+
 from .. import tables
 from .common import PartySeriesSchema, Resource
 

@@ -1,4 +1,5 @@
 """Platforms: computer and console systems and software environments, one page."""
+
 from .. import tables
 from .common import PlatformSchema, Resource
 

@@ -1,4 +1,5 @@
 """Production types: Demo, Intro, Tracked Music, Graphics, ... each with its supertype."""
+
 from .. import tables
 from .common import ProductionTypeSchema, Resource
 

@@ -1,5 +1,6 @@
 """Productions: demos, intros, music, graphics, ... with their authors, platforms and
 types. The nested records of a page are fetched with one query per relation."""
+
 from flask import current_app, request
 from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
@@ -96,9 +97,15 @@ def attach_relations(connection, rows):
         by_id[row["id"]] = row
     ids = {"ids": list(by_id)}
 
-    for production_id, role, name, abbreviation, releaser_id, releaser_name, is_group in (
-        connection.execute(NICK_STATEMENT, ids).all()
-    ):
+    for (
+        production_id,
+        role,
+        name,
+        abbreviation,
+        releaser_id,
+        releaser_name,
+        is_group,
+    ) in connection.execute(NICK_STATEMENT, ids).all():
         by_id[production_id][NICK_LISTS[role]].append(
             {
                 "name": name,
@@ -125,17 +132,26 @@ class Productions(Resource):
         """A releaser's productions, as author or as an author's group: newest first,
         those without a date last, ties by id (descending); None if no such releaser."""
         releasers, nicks, productions = tables.releasers, tables.production_nicks, self.table
-        if connection.execute(select(releasers.c.id).where(releasers.c.id == releaser_id)).first() is None:
+        if (
+            connection.execute(select(releasers.c.id).where(releasers.c.id == releaser_id)).first()
+            is None
+        ):
             return None
         credited = select(nicks.c.production_id).where(nicks.c.releaser_id == releaser_id)
-        ids = connection.execute(
-            select(productions.c.id)
-            .where(productions.c.id.in_(credited))
-            .order_by(productions.c.release_date_key.desc().nulls_last(), productions.c.id.desc())
-        ).scalars().all()
+        ids = (
+            connection.execute(
+                select(productions.c.id)
+                .where(productions.c.id.in_(credited))
+                .order_by(
+                    productions.c.release_date_key.desc().nulls_last(), productions.c.id.desc()
+                )
+            )
+            .scalars()
+            .all()
+        )
         rows = []
         for start in range(0, len(ids), BATCH):  # within SQLite's limit on parameters
-            rows += self.fetch_ids(connection, ids[start:start + BATCH])
+            rows += self.fetch_ids(connection, ids[start : start + BATCH])
         if rows:
             self.attach(connection, rows)
         return rows
@@ -159,7 +175,11 @@ class Productions(Resource):
             dump = dumper(self.schema, parse_fields(last_arg("fields")))
             return current_app.json.response([dump(row) for row in rows])
 
-        add_view(bp, f"/releasers/<int(min=1, max={MAX_ID}):record_id>/productions/", releaser_productions)
+        add_view(
+            bp,
+            f"/releasers/<int(min=1, max={MAX_ID}):record_id>/productions/",
+            releaser_productions,
+        )
         return bp
 
 

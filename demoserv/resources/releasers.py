@@ -1,4 +1,5 @@
 """Releasers: groups and individual sceners."""
+
 from marshmallow import fields
 
 from .. import tables

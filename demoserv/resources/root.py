@@ -1,4 +1,5 @@
 """``/api/v1/``: the address of every resource's listing."""
+
 from flask import Blueprint, redirect, request, url_for
 
 from ..links import api_url
