@@ -15,7 +15,7 @@ from flask import current_app, request
 from werkzeug.http import http_date, parse_date
 
 from .db import CatalogueUnavailable, get_catalogue
-from .rendering import API_PREFIX
+from .rendering import under_api_prefix
 
 ENCODING_SUFFIXES = ("-gzip", "-br")
 
@@ -42,47 +42,57 @@ def _loaded_at():
 
 
 def _cacheable():
-    # The whole prefix: the JSON API and its docs page.
-    path = request.path
-    under_prefix = path == API_PREFIX or path.startswith(API_PREFIX + "/")
-    return request.method in ("GET", "HEAD") and under_prefix
+    return request.method in ("GET", "HEAD") and under_api_prefix()
+
+
+def _holds(tag, star):
+    """Whether the request's validators say the client holds the answer tagged ``tag``:
+    If-None-Match naming it (or ``*``, when ``star``), else If-Modified-Since."""
+    if_none_match = request.headers.get("If-None-Match")
+    if if_none_match is not None:
+        held = [_opaque(item) for item in if_none_match.split(",")]
+        return tag in held or (star and "*" in held)
+    since = parse_date(request.headers.get("If-Modified-Since"))
+    return star and since is not None and _loaded_at() <= since
+
+
+def _not_modified(tag):
+    response = current_app.response_class(status=304)
+    _label(response, tag)
+    return response
 
 
 def _answer_conditional():
-    if not _cacheable():
+    """304 before any query runs, for a client that names this answer's own ETag: it
+    was only ever given for a 200 to this URL in this catalogue version."""
+    if not _cacheable() or request.routing_exception is not None:
         return None
     try:
         tag = _tag()
     except CatalogueUnavailable:
         return None  # the view answers 503 if it needs the catalogue
     request.environ["demoserv.etag"] = tag
-    loaded = _loaded_at()
-    if_none_match = request.headers.get("If-None-Match")
-    if if_none_match is not None:
-        held = [_opaque(item) for item in if_none_match.split(",")]
-        fresh = "*" in held or tag in held
-    else:
-        since = parse_date(request.headers.get("If-Modified-Since"))
-        fresh = since is not None and loaded <= since
-    if not fresh:
-        return None
-    response = current_app.response_class(status=304)
-    _label(response, tag, loaded)
-    return response
+    return _not_modified(tag) if _holds(tag, star=False) else None
 
 
-def _label(response, tag, loaded):
+def _label(response, tag):
+    response.vary.add("Accept-Encoding")  # the same on a 304 as on its 200
     response.headers["ETag"] = tag
     response.headers["Cache-Control"] = (
         f"public, max-age={int(current_app.config['CACHE_MAX_AGE'])}"
     )
-    response.headers["Last-Modified"] = http_date(loaded)
+    response.headers["Last-Modified"] = http_date(_loaded_at())
 
 
 def _label_fresh(response):
+    """Cache headers on a 200; and a 304 instead, when ``If-None-Match: *`` or a current
+    If-Modified-Since asks for one. Errors and redirects are never replaced."""
     tag = request.environ.get("demoserv.etag")
-    if tag is not None and response.status_code == 200:
-        _label(response, tag, _loaded_at())
+    if tag is None or response.status_code != 200:
+        return response
+    if _holds(tag, star=True):
+        return _not_modified(tag)
+    _label(response, tag)
     return response
 
 

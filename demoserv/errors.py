@@ -3,9 +3,11 @@
 import logging
 
 from flask import current_app, request
-from werkzeug.exceptions import HTTPException, SecurityError
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, SecurityError
 
 log = logging.getLogger(__name__)
+
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 # Wording of Django REST Framework, which API clients of the upstream catalogue know.
 DETAILS = {
@@ -37,7 +39,21 @@ def _handle_api_error(error):
     return json_error(error.status, error.detail)
 
 
+def _exists_with_slash():
+    """Whether the path, with a trailing slash, names a resource (GET would redirect)."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    try:
+        adapter.match(request.path.rstrip("/") + "/", method="GET")
+    except HTTPException:
+        return False
+    return True
+
+
 def _handle_http_exception(error):
+    if error.code == 404 and request.method not in READ_METHODS and _exists_with_slash():
+        # Werkzeug redirects a path without its trailing slash only for methods the
+        # route allows; any other method on it is as unsupported as with the slash.
+        error = MethodNotAllowed(valid_methods=list(READ_METHODS))
     if error.code == 405:
         detail = f'Method "{request.method}" not allowed.'
     elif isinstance(error, SecurityError):

@@ -5,12 +5,13 @@ As in Django REST Framework: pages start at 1; an empty ``page`` is page 1 and
 ``page=last`` the last page; a repeated ``page`` takes its last value; anything else
 that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1 of an
 empty listing is a valid empty page. Links keep every other query parameter, sorted by
-name, and the link to page 1 carries no ``page`` parameter.
+name (each kept as the client wrote it), and the link to page 1 carries no ``page``
+parameter.
 """
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
 
 from flask import request
 
@@ -18,6 +19,7 @@ from .errors import APIError
 from .rendering import last_arg
 
 PAGE_SIZE = 100
+_QUERY_SAFE = "!$&'()*+,/:;=?@%~"
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -62,7 +64,9 @@ def current_page(count, size=PAGE_SIZE):
 
 def envelope(page, results):
     """The page as the API answers it: count, next, previous, results."""
-    url = request.url
+    # The query as the client sent it (request.url would re-encode it), made URL-safe.
+    query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
+    url = request.base_url + (f"?{query}" if query else "")
     if page.number < page.last:
         next_url = replace_query_param(url, "page", page.number + 1)
     else:
@@ -79,18 +83,24 @@ def envelope(page, results):
 def replace_query_param(url, key, value):
     """``url`` with ``key`` set to ``value`` alone, query parameters sorted by name."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != key]
-    params.append((key, str(value)))
-    return urlunsplit((scheme, netloc, path, _encode(params), fragment))
+    pieces = [piece for piece in _pieces(query) if piece[0] != key]
+    pieces.append((key, f"{quote(key)}={quote(str(value))}"))
+    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
 
 
 def remove_query_param(url, key):
     """``url`` without ``key``, the other query parameters sorted by name."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != key]
-    return urlunsplit((scheme, netloc, path, _encode(params), fragment))
+    pieces = [piece for piece in _pieces(query) if piece[0] != key]
+    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
 
 
-def _encode(params):
+def _pieces(query):
+    """(decoded name, piece as sent) for each parameter: links keep every other
+    parameter exactly as the client wrote it, undecodable bytes included."""
+    return [(unquote_plus(piece.partition("=")[0]), piece) for piece in query.split("&") if piece]
+
+
+def _join(pieces):
     # A stable sort keeps the order of a repeated parameter's values.
-    return urlencode(sorted(params, key=lambda item: item[0]))
+    return "&".join(piece for _, piece in sorted(pieces, key=lambda item: item[0]))

@@ -9,7 +9,7 @@
 """
 
 import orjson
-from flask import request
+from flask import Response, request
 from flask.json.provider import JSONProvider
 
 from .errors import APIError
@@ -19,6 +19,19 @@ DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
 FORMATS = ("api", "json")
 ALLOW = "GET, HEAD, OPTIONS"
 JSON_TYPE = "application/json"
+
+
+class APIResponse(Response):
+    """Werkzeug drops entity headers from a 304; the API keeps Allow, Content-Type and
+    Last-Modified on every answer, as its contract asks."""
+
+    def get_wsgi_headers(self, environ):
+        headers = super().get_wsgi_headers(environ)
+        if self.status_code == 304:
+            for name in ("Allow", "Content-Type", "Last-Modified"):
+                if name in self.headers and name not in headers:
+                    headers[name] = self.headers[name]
+        return headers
 
 
 class OrjsonProvider(JSONProvider):
@@ -41,11 +54,16 @@ def last_arg(name):
     return values[-1] if values else None
 
 
-def is_api_request():
-    """Whether the request is for the JSON API (everything under the prefix but the
-    docs page)."""
+def under_api_prefix():
+    """Whether the request is for anything under the prefix: the API and its docs."""
     path = request.path
-    return (path == API_PREFIX or path.startswith(API_PREFIX + "/")) and path != DOCS_PATH
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def is_api_request():
+    """Whether the request is for the JSON API: everything under the prefix but the
+    docs page."""
+    return under_api_prefix() and request.path != DOCS_PATH
 
 
 def response_format():
@@ -70,14 +88,20 @@ def _negotiate():
 
 
 def _accepts_json():
-    """Whether the Accept header admits JSON. Media-type parameters other than q
-    (``application/json; charset=utf-8``) do not make JSON unacceptable."""
+    """Whether the Accept header admits JSON: the most specific media range that
+    matches ``application/json`` (exact, then ``application/*``, then ``*/*``) has a
+    non-zero quality. Parameters other than q (``charset=utf-8``) do not matter."""
     header = request.headers.get("Accept", "").strip()
     if not header:
         return True
+    specificity = {JSON_TYPE: 3, "application/*": 2, "*/*": 1, "*": 1}
+    best, quality = 0, 0.0
     for media_range in header.split(","):
         media_type, *parameters = (part.strip() for part in media_range.split(";"))
-        quality = 1.0
+        rank = specificity.get(media_type.lower(), 0)
+        if rank <= best:
+            continue
+        best, quality = rank, 1.0
         for parameter in parameters:
             name, _, value = parameter.partition("=")
             if name.strip().lower() == "q":
@@ -85,9 +109,7 @@ def _accepts_json():
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-        if quality > 0 and media_type.lower() in (JSON_TYPE, "application/*", "*/*", "*"):
-            return True
-    return False
+    return quality > 0
 
 
 def _label(response):
@@ -96,10 +118,10 @@ def _label(response):
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
         response.headers["Content-Type"] = JSON_TYPE
-    if not is_api_request():
+    if not under_api_prefix():
         return response
     response.headers["Allow"] = ALLOW
-    if response.status_code != 304:
+    if is_api_request():  # the docs page is HTML
         response.headers["Content-Type"] = JSON_TYPE
     response.vary.add("Accept")
     # CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send.
@@ -115,6 +137,7 @@ def _label(response):
 
 
 def init_app(app):
+    app.response_class = APIResponse
     app.json = OrjsonProvider(app)
     app.before_request(_negotiate)
     app.after_request(_label)

@@ -20,7 +20,26 @@ KEYS = {
 DEFAULT = {"productions": "sortable_title"}
 
 
+STROKED = {
+    "Ø": "O",
+    "ø": "o",
+    "Ł": "L",
+    "ł": "l",
+    "Đ": "D",
+    "đ": "d",
+    "Ħ": "H",
+    "ħ": "h",
+    "Ŧ": "T",
+    "ŧ": "t",
+    "Ɨ": "I",
+    "ɨ": "i",
+    "Ƶ": "Z",
+    "ƶ": "z",
+}
+
+
 def expected_sortable_title(title):
+    title = "".join(STROKED.get(c, c) for c in title)
     text = "".join(
         c for c in unicodedata.normalize("NFKD", title) if unicodedata.category(c) != "Mn"
     )

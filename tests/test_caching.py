@@ -136,3 +136,43 @@ def test_cors(client):
 )
 def test_nosniff_everywhere(client, path):
     assert client.get(path).headers["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "path, status",
+    [
+        ("/api/v1/nope/", 404),
+        ("/api/v1/productions/1/", 404),
+        ("/api/v1/productions/?page=99", 404),
+        ("/api/v1/productions/?ordering=bogus", 400),
+        ("/api/v1/productions", 308),
+    ],
+)
+@pytest.mark.parametrize(
+    "validators",
+    [{"If-None-Match": "*"}, {"If-Modified-Since": "Sun, 22 Nov 2099 08:25:27 GMT"}],
+)
+def test_conditional_requests_never_hide_an_error(client, path, status, validators):
+    assert client.get(path, headers=validators).status_code == status
+
+
+def test_if_none_match_star_and_a_future_date_answer_304_for_a_200(client):
+    for validators in (
+        {"If-None-Match": "*"},
+        {"If-Modified-Since": "Sun, 22 Nov 2099 08:25:27 GMT"},
+    ):
+        assert client.get(PATH, headers=validators).status_code == 304
+
+
+def test_a_304_keeps_the_api_headers(client):
+    plain = client.get(PATH, headers={"Accept-Encoding": "gzip"})
+    for validators in ({"If-None-Match": plain.headers["ETag"]}, {"If-None-Match": "*"}):
+        again = client.get(PATH, headers={**validators, "Accept-Encoding": "gzip"})
+        assert again.status_code == 304
+        for name in ("Allow", "Content-Type", "Last-Modified", "Cache-Control", "ETag"):
+            assert again.headers[name], name
+        assert again.headers["Content-Type"] == "application/json"
+        assert set(again.headers["Vary"].replace(" ", "").split(",")) >= {
+            "Accept",
+            "Accept-Encoding",
+        }

@@ -79,6 +79,7 @@ def test_options_describes_the_resource(client, path, name):
     assert response.status_code == 200
     assert_api_headers(response)
     assert response.json["name"] == name and response.json["description"]
+    assert "format" in response.json["parameters"]
     assert ("ordering" in response.json) == path.endswith("productions/")
     if path == "/api/v1/productions/":
         assert response.json["ordering"] == [
@@ -102,6 +103,16 @@ def test_options_describes_the_resource(client, path, name):
         }
 
 
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("path", ["/api/v1/productions", "/api/v1/productions/1", "/api/v1"])
+def test_other_methods_without_the_trailing_slash_are_405(client, method, path):
+    response = client.open(path, method=method)
+    assert response.status_code == 405
+    assert response.json == {"detail": f'Method "{method}" not allowed.'}
+    assert_api_headers(response)
+    assert client.open("/api/v1/nothing", method=method).status_code == 404
+
+
 def test_options_on_a_missing_path_is_404(client):
     response = client.options("/api/v1/nothing/")
     assert response.status_code == 404 and response.json == {"detail": "Not found."}
@@ -122,6 +133,9 @@ def test_options_on_a_missing_path_is_404(client):
         ("text/html;q=1, application/json; version=1.0;q=0.5", 200),
         ("application/vnd.api+json", 406),
         ("application/json;q=zero", 406),
+        ("application/json;q=0, */*", 406),
+        ("application/*;q=0, application/json", 200),
+        ("*/*;q=0, application/*;q=0.1", 200),
         ("", 200),
     ],
 )

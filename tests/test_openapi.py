@@ -65,6 +65,8 @@ def test_docs_page(client):
     # Self-contained: nothing loaded from elsewhere.
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "<script src" not in page and "<link" not in page
+    assert response.headers["Allow"] == "GET, HEAD, OPTIONS"
+    assert "Accept" in response.headers["Vary"]
     # Cached and compressed like the rest of the API.
     assert response.headers["ETag"] and response.headers["Cache-Control"].startswith("public")
     packed = client.get("/api/v1/docs/", headers={"Accept-Encoding": "gzip"})

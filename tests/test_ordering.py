@@ -95,6 +95,8 @@ def test_name_order_puts_punctuation_then_digits_then_letters(client):
         ("  spaced   out  ", "spaced out"),
         ("the", "the"),
         ("Élévation 2", "elevation 000000002"),
+        ("Øresund", "oresund"),
+        ("Łódź Party", "lodz party"),
     ],
 )
 def test_sortable_title(title, key):

@@ -102,3 +102,11 @@ def test_query_param_helpers():
     assert replace_query_param(url, "page", 6) == "http://h/p/?a=1&b=2&page=6"
     assert remove_query_param(url, "page") == "http://h/p/?a=1&b=2"
     assert remove_query_param("http://h/p/?page=2", "page") == "http://h/p/"
+
+
+def test_links_keep_other_parameters_as_sent(client):
+    body = client.get("/api/v1/productions/?x=%ff&flag&a=b%20c&page=2&z=%E2%82%AC").json
+    assert (
+        body["next"] == "http://localhost/api/v1/productions/?a=b%20c&flag&page=3&x=%ff&z=%E2%82%AC"
+    )
+    assert body["previous"] == "http://localhost/api/v1/productions/?a=b%20c&flag&x=%ff&z=%E2%82%AC"

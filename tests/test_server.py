@@ -22,7 +22,7 @@ from .test_records import expected
 class Server:
     """``waitress-serve`` in a process of its own on a free loopback port, stopped by PID."""
 
-    def __init__(self, database, threads=4):
+    def __init__(self, database, threads=4, options=()):
         self.env = dict(
             os.environ,
             DEMOSERV_DATABASE=str(database),
@@ -30,6 +30,7 @@ class Server:
             DEMOSERV_SEED_DIR="",
         )
         self.threads = threads
+        self.options = list(options)
 
     def __enter__(self):
         self.process = subprocess.Popen(
@@ -39,6 +40,7 @@ class Server:
                 "waitress",
                 "--listen=127.0.0.1:0",
                 f"--threads={self.threads}",
+                *self.options,
                 "--call",
                 "demoserv:create_app",
             ],
@@ -189,3 +191,26 @@ def test_replacement_while_threads_read(tmp_path):
         assert not any(reader.is_alive() for reader in readers)
     assert failures == []
     assert seen["old"] > 0 and seen["new"] > 0
+
+
+def test_behind_a_reverse_proxy_with_the_readme_options(unseen):
+    """README's waitress options for a proxy: the url fields carry the scheme and host
+    that clients used, as the proxy reports them."""
+    _, database = unseen
+    options = [
+        "--trusted-proxy=127.0.0.1",
+        "--trusted-proxy-headers=x-forwarded-proto x-forwarded-host x-forwarded-port",
+    ]
+    with Server(database, options=options) as server:
+        request = urllib.request.Request(
+            f"{server.base}/api/v1/productions/?page=2",
+            headers={
+                "X-Forwarded-Proto": "https",
+                "X-Forwarded-Host": "api.example.org",
+                "X-Forwarded-Port": "443",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = json.loads(response.read())
+    assert body["next"] == "https://api.example.org/api/v1/productions/?page=3"
+    assert body["results"][0]["url"].startswith("https://api.example.org/api/v1/productions/")

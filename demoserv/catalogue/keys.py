@@ -9,8 +9,13 @@ _ARTICLES = ("the ", "a ", "an ")
 _FIRST_DAY_SUFFIX = {4: "-01-01", 7: "-01", 10: ""}
 
 
+# Letters whose stroke or bar Unicode does not decompose: stripped like other accents,
+# so that "Øresund" sorts among the o's and "Łódź" among the l's.
+_STROKES = str.maketrans("ØøŁłĐđĦħŦŧƗɨƵƶ", "OoLlDdHhTtIiZz")
+
+
 def strip_accents(text):
-    decomposed = unicodedata.normalize("NFKD", text)
+    decomposed = unicodedata.normalize("NFKD", text.translate(_STROKES))
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 

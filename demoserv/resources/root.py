@@ -25,6 +25,10 @@ def api_root():
             "description": "The demoscene catalogue: the address of each resource's listing.",
             "renders": [JSON_TYPE],
             "parses": [],
+            "parameters": {
+                "format": 'Optional: "api" or "json". The body stays JSON; every address '
+                'gets "?format=<value>".',
+            },
         }
     return {name: api_url(name) for name in RESOURCES}
 
