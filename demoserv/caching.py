@@ -45,15 +45,16 @@ def _cacheable():
     return request.method in ("GET", "HEAD") and under_api_prefix()
 
 
-def _holds(tag, star):
-    """Whether the request's validators say the client holds the answer tagged ``tag``:
-    If-None-Match naming it (or ``*``, when ``star``), else If-Modified-Since."""
+def _holds(tag, answer_is_200):
+    """Whether the request's validators say the client holds the answer tagged ``tag``.
+    If-None-Match naming the tag always counts; ``*`` and If-Modified-Since count only
+    once the answer is known to be a 200, as they name no particular answer."""
     if_none_match = request.headers.get("If-None-Match")
     if if_none_match is not None:
         held = [_opaque(item) for item in if_none_match.split(",")]
-        return tag in held or (star and "*" in held)
+        return tag in held or (answer_is_200 and "*" in held)
     since = parse_date(request.headers.get("If-Modified-Since"))
-    return star and since is not None and _loaded_at() <= since
+    return answer_is_200 and since is not None and _loaded_at() <= since
 
 
 def _not_modified(tag):
@@ -72,7 +73,7 @@ def _answer_conditional():
     except CatalogueUnavailable:
         return None  # the view answers 503 if it needs the catalogue
     request.environ["demoserv.etag"] = tag
-    return _not_modified(tag) if _holds(tag, star=False) else None
+    return _not_modified(tag) if _holds(tag, answer_is_200=False) else None
 
 
 def _label(response, tag):
@@ -90,7 +91,7 @@ def _label_fresh(response):
     tag = request.environ.get("demoserv.etag")
     if tag is None or response.status_code != 200:
         return response
-    if _holds(tag, star=True):
+    if _holds(tag, answer_is_200=True):
         return _not_modified(tag)
     _label(response, tag)
     return response
