@@ -76,6 +76,7 @@ def configure(app):
     if app.testing or package.handlers or logging.getLogger().handlers:
         return
     package.setLevel(logging.INFO)
+    package.propagate = False  # a server may configure the root logger later
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     package.addHandler(handler)

@@ -14,6 +14,7 @@ import hashlib
 from flask import current_app, request
 from werkzeug.http import http_date, parse_date
 
+from .compression import encoded_tag
 from .db import CatalogueUnavailable, get_catalogue
 from .rendering import under_api_prefix
 
@@ -45,16 +46,23 @@ def _cacheable():
     return request.method in ("GET", "HEAD") and under_api_prefix()
 
 
-def _holds(tag, answer_is_200):
-    """Whether the request's validators say the client holds the answer tagged ``tag``.
-    If-None-Match naming the tag always counts; ``*`` and If-Modified-Since count only
-    once the answer is known to be a 200, as they name no particular answer."""
+def _held_tag(tag):
+    """The form of ``tag`` (plain or with an encoding) that If-None-Match names, or None."""
+    for item in request.headers.get("If-None-Match", "").split(","):
+        if _opaque(item) == tag:
+            return item.strip().removeprefix("W/")
+    return None
+
+
+def _holds_any():
+    """Whether If-None-Match is ``*``, or (without If-None-Match) If-Modified-Since is
+    not before the load: validators that name no particular answer, so they count only
+    once the answer is known to be a 200."""
     if_none_match = request.headers.get("If-None-Match")
     if if_none_match is not None:
-        held = [_opaque(item) for item in if_none_match.split(",")]
-        return tag in held or (answer_is_200 and "*" in held)
+        return "*" in (item.strip() for item in if_none_match.split(","))
     since = parse_date(request.headers.get("If-Modified-Since"))
-    return answer_is_200 and since is not None and _loaded_at() <= since
+    return since is not None and _loaded_at() <= since
 
 
 def _not_modified(tag):
@@ -64,8 +72,9 @@ def _not_modified(tag):
 
 
 def _answer_conditional():
-    """304 before any query runs, for a client that names this answer's own ETag: it
-    was only ever given for a 200 to this URL in this catalogue version."""
+    """304 before any query runs, for a client that names this answer's own ETag (in
+    the form it holds it): it was only ever given for a 200 to this URL in this
+    catalogue version."""
     if not _cacheable() or request.routing_exception is not None:
         return None
     try:
@@ -73,7 +82,8 @@ def _answer_conditional():
     except CatalogueUnavailable:
         return None  # the view answers 503 if it needs the catalogue
     request.environ["demoserv.etag"] = tag
-    return _not_modified(tag) if _holds(tag, answer_is_200=False) else None
+    held = _held_tag(tag)
+    return _not_modified(held) if held else None
 
 
 def _label(response, tag):
@@ -91,8 +101,8 @@ def _label_fresh(response):
     tag = request.environ.get("demoserv.etag")
     if tag is None or response.status_code != 200:
         return response
-    if _holds(tag, answer_is_200=True):
-        return _not_modified(tag)
+    if _holds_any():
+        return _not_modified(encoded_tag(response, tag))
     _label(response, tag)
     return response
 

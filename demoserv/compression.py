@@ -24,6 +24,14 @@ def _encoding():
     return best
 
 
+def encoded_tag(response, tag):
+    """The ETag ``response`` will carry once compressed: ``tag`` with the encoding."""
+    if len(response.get_data()) < MINIMUM_SIZE or response.mimetype not in COMPRESSED_TYPES:
+        return tag
+    encoding = _encoding()
+    return f'{tag[:-1]}-{encoding}"' if encoding else tag
+
+
 def _compress(response):
     if (
         response.direct_passthrough

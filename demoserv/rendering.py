@@ -11,6 +11,7 @@
 import orjson
 from flask import Response, request
 from flask.json.provider import JSONProvider
+from werkzeug.routing import RequestRedirect
 
 from .errors import APIError
 
@@ -83,7 +84,8 @@ def _negotiate():
             f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
         )
     request.environ["demoserv.format"] = requested
-    if not requested and not _accepts_json():
+    redirect = isinstance(request.routing_exception, RequestRedirect)  # not an answer to negotiate
+    if not requested and not redirect and not _accepts_json():
         raise APIError(406)
 
 

@@ -176,3 +176,13 @@ def test_a_304_keeps_the_api_headers(client):
             "Accept",
             "Accept-Encoding",
         }
+
+
+def test_a_304_names_the_form_of_the_etag_the_client_holds(client):
+    packed = client.get(PATH, headers={"Accept-Encoding": "gzip"})
+    tag = packed.headers["ETag"]
+    assert tag.endswith('-gzip"')
+    again = client.get(PATH, headers={"Accept-Encoding": "gzip", "If-None-Match": tag})
+    assert again.status_code == 304 and again.headers["ETag"] == tag
+    star = client.get(PATH, headers={"Accept-Encoding": "gzip", "If-None-Match": "*"})
+    assert star.status_code == 304 and star.headers["ETag"] == tag

@@ -204,3 +204,9 @@ def test_site_root_points_at_the_api(client):
     assert response.status_code == 302
     assert response.headers["Location"].endswith("/api/v1/")
     assert response.headers["Content-Type"] == "application/json" and "detail" in response.json
+
+
+def test_a_browser_gets_the_redirect_to_the_docs_page(client):
+    response = client.get("/api/v1/docs", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert response.status_code in (301, 308)
+    assert response.headers["Location"].endswith("/api/v1/docs/")
