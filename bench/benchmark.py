@@ -77,6 +77,28 @@ def start(command, env, pattern):
     raise RuntimeError(f"{command[0]} did not start (exit {process.wait()})")
 
 
+def start_waitress(env, threads):
+    """``waitress-serve`` on a free loopback port: (process, base URL)."""
+    command = [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={threads}"]
+    return start(
+        [*command, "--call", "demoserv:create_app"],
+        env,
+        r"Serving on (http://127\.0\.0\.1:[0-9]+)",
+    )
+
+
+def flask_load(folder, env):
+    """Run ``flask load folder`` for the database named in ``env``; its seconds."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(folder)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
+
+
 def stop(process):
     process.terminate()
     process.wait(timeout=60)
@@ -225,28 +247,9 @@ def main():
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
 
     print("loading ...", flush=True)
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue)],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    results = {"load_seconds": time.perf_counter() - started, "productions": args.productions}
+    results = {"load_seconds": flask_load(catalogue, env), "productions": args.productions}
 
-    process, base = start(
-        [
-            sys.executable,
-            "-m",
-            "waitress",
-            "--listen=127.0.0.1:0",
-            f"--threads={args.threads}",
-            "--call",
-            "demoserv:create_app",
-        ],
-        env,
-        r"Serving on (http://127\.0\.0\.1:[0-9]+)",
-    )
+    process, base = start_waitress(env, args.threads)
     try:
         client = Client(base)
         rng = random.Random(1)

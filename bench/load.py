@@ -18,7 +18,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -26,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import start, stop  # noqa: E402
+from benchmark import flask_load, start_waitress, stop  # noqa: E402
 from generate import generate  # noqa: E402
 
 
@@ -143,30 +142,8 @@ def main():
     database = args.work / "load.sqlite3"
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
 
-    def load(folder):
-        started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(folder)],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        return time.perf_counter() - started
-
-    load(folders[0])
-    process, base = start(
-        [
-            sys.executable,
-            "-m",
-            "waitress",
-            "--listen=127.0.0.1:0",
-            f"--threads={args.threads}",
-            "--call",
-            "demoserv:create_app",
-        ],
-        env,
-        r"Serving on (http://127\.0\.0\.1:[0-9]+)",
-    )
+    flask_load(folders[0], env)
+    process, base = start_waitress(env, args.threads)
     try:
         mix = request_mix(args.productions, parties)
         print(f"{args.clients} clients for {args.seconds:.0f} s ...", flush=True)
@@ -175,7 +152,7 @@ def main():
             base, mix, args.clients, args.seconds
         )
         time.sleep(args.seconds / 2)  # the reload happens halfway through the run
-        reload_seconds = load(folders[1])
+        reload_seconds = flask_load(folders[1], env)
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started

@@ -6,26 +6,8 @@ from marshmallow import Schema, fields
 from demoserv.db import get_catalogue, get_connection
 from demoserv.filters import Conditions
 from demoserv.ordering import parse
-from demoserv.resources import (
-    bbses,
-    parties,
-    party_series,
-    platforms,
-    production_types,
-    productions,
-    releasers,
-)
+from demoserv.resources import RESOURCES
 from demoserv.serialize import compile_dumper
-
-RESOURCES = [
-    party_series.PartySeries(),
-    platforms.Platforms(),
-    bbses.BBSes(),
-    parties.Parties(),
-    productions.Productions(),
-    releasers.Releasers(),
-    production_types.ProductionTypes(),
-]
 
 
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
