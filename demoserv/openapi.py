@@ -11,7 +11,7 @@ from marshmallow import Schema, fields
 from . import ordering
 from .catalogue.schemas import MAX_ID
 from .pagination import PAGE_SIZE
-from .rendering import DOCS_PATH, JSON_TYPE
+from .rendering import DOCS_PATH, FORMAT_HELP, JSON_TYPE
 from .resources import RESOURCES, root
 
 ERROR = {"$ref": "#/components/schemas/Error"}
@@ -76,7 +76,7 @@ def _parameter(name, description, schema, **more):
 COMMON_PARAMETERS = [
     _parameter(
         "format",
-        'The body is JSON either way; every url gets "?format=<value>". Empty: no format.',
+        FORMAT_HELP,
         {"type": "string", "enum": ["api", "json", ""]},
     ),
     _parameter(

@@ -18,6 +18,10 @@ from .errors import APIError
 API_PREFIX = "/api/v1"
 DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
 FORMATS = ("api", "json")
+FORMAT_HELP = (
+    'Optional: "api" or "json" (empty: none). The body stays JSON; every url in it '
+    'gets "?format=<value>".'
+)
 ALLOW = "GET, HEAD, OPTIONS"
 JSON_TYPE = "application/json"
 

@@ -12,7 +12,7 @@ from .. import ordering as ordering_keys
 from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import api_url, site_url
-from ..rendering import JSON_TYPE, last_arg
+from ..rendering import FORMAT_HELP, JSON_TYPE, last_arg
 from ..serialize import compile_dumper
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
@@ -160,8 +160,7 @@ class Resource:
         """The body of an OPTIONS answer."""
         keys = list(ordering_keys.KEYS[self.name])
         parameters = {
-            "format": 'Optional: "api" or "json". The body stays JSON; every url '
-            'gets "?format=<value>".',
+            "format": FORMAT_HELP,
             "fields": "Comma-separated field names: only these fields of each record.",
         }
         if not detail:

@@ -3,7 +3,7 @@
 from flask import Blueprint, redirect, request, url_for
 
 from ..links import api_url
-from ..rendering import JSON_TYPE
+from ..rendering import FORMAT_HELP, JSON_TYPE
 
 RESOURCES = [
     "party_series",
@@ -26,8 +26,7 @@ def api_root():
             "renders": [JSON_TYPE],
             "parses": [],
             "parameters": {
-                "format": 'Optional: "api" or "json". The body stays JSON; every address '
-                'gets "?format=<value>".',
+                "format": FORMAT_HELP,
             },
         }
     return {name: api_url(name) for name in RESOURCES}
