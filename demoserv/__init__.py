@@ -8,11 +8,12 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import access_log, caching, compression, db, errors, guard, links, openapi, rendering
+from . import access_log, caching, compression, db, errors, guard, openapi, rendering
 from .access_log import AccessLog
 from .catalogue import cli as catalogue_cli
 from .catalogue import load_catalogue
-from .resources import BLUEPRINTS
+from .resources import BLUEPRINTS, RESOURCES
+from .shared import SERVICE_URL_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,9 @@ DEFAULTS = {
     "TRUSTED_HOSTS": None,
     # Seconds that clients and caches may reuse an answer (Cache-Control max-age).
     "CACHE_MAX_AGE": 300,
+    # The name of the field holding a record's public page: "service_url", or the
+    # upstream's own "demozoo_url" for programs written for the upstream API.
+    "SERVICE_URL_FIELD": "service_url",
 }
 
 
@@ -42,7 +46,13 @@ def create_app(test_config=None):
         app.config.from_prefixed_env("DEMOSERV")
     else:
         app.config.from_mapping(test_config)
+    if app.config["SERVICE_URL_FIELD"] not in SERVICE_URL_FIELDS:
+        raise ValueError(
+            f"SERVICE_URL_FIELD is {app.config['SERVICE_URL_FIELD']!r}: expected one of "
+            + ", ".join(SERVICE_URL_FIELDS)
+        )
     os.makedirs(app.instance_path, exist_ok=True)
+    app.extensions["demoserv.resources"] = [resource.name for resource in RESOURCES]
 
     access_log.configure(app)
     db.init_app(app)
@@ -53,7 +63,6 @@ def create_app(test_config=None):
     # body and headers; negotiation goes before the conditional answers.
     compression.init_app(app)
     rendering.init_app(app)
-    links.init_app(app)
     caching.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)

@@ -12,6 +12,7 @@ import logging
 import os
 import sqlite3
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,22 +49,36 @@ class Catalogue:
     version: str
     loaded_at: str
     counts: dict
+    features: frozenset = frozenset()
     derived: OrderedDict = field(default_factory=OrderedDict)
+    derived_size: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def listing(self, resource, ordering, conditions, connection):
+        """The ids of a filtered listing, or of one in an order on several keys, in
+        order: found once per file while among the latest found (the file cannot
+        change while it is served, so neither can what is derived from it)."""
+        id_column = resource.table.c.id
+        order = ordering.clauses() if ordering.single_key is None else [ordering.by_rank()]
+        query = select(id_column).where(*conditions.clauses).order_by(*order)
+        return self.remember(
+            (resource.name, ordering.cache_key, conditions.key),
+            lambda: array("q", connection.execute(query).scalars()),
+        )
+
     def remember(self, key, compute, budget=DERIVED_BUDGET):
-        """``compute()`` (a sequence), once per file while it is among the latest
-        computed whose lengths add up to at most ``budget``: the file cannot change
-        while it is served, so neither can what is derived from it."""
+        """``compute()`` (a sequence), kept while the lengths of the latest computed add
+        up to at most ``budget`` (each counts at least 1, so empty ones count too)."""
         value = self.derived.get(key)
-        if value is None:
-            with self.lock:  # one computation at a time: each may read a whole table
-                value = self.derived.get(key)
-                if value is None:
-                    value = self.derived[key] = compute()
-                    kept = sum(len(item) for item in self.derived.values())
-                    while kept > budget and len(self.derived) > 1:
-                        kept -= len(self.derived.popitem(last=False)[1])
+        if value is not None:
+            return value
+        with self.lock:  # one computation at a time: each may read a whole table
+            value = self.derived.get(key)
+            if value is None:
+                value = self.derived[key] = compute()
+                self.derived_size += max(len(value), 1)
+                while self.derived_size > budget and len(self.derived) > 1:
+                    self.derived_size -= max(len(self.derived.popitem(last=False)[1]), 1)
         return value
 
 
@@ -124,9 +139,28 @@ class Database:
             raise CatalogueUnavailable(
                 "The catalogue is not available: its database file cannot be read."
             ) from None
+        if info["schema_version"] != tables.SCHEMA_VERSION:
+            engine.dispose()
+            log.error(
+                "catalogue %s has schema version %s, this server reads %s: load it again",
+                self.path,
+                info["schema_version"],
+                tables.SCHEMA_VERSION,
+            )
+            raise CatalogueUnavailable(
+                "The catalogue is not available: its database file was built by another "
+                "version of the service and must be loaded again."
+            )
         previous, self._current = (
             self._current,
-            Catalogue(file_id, engine, info["version"], info["loaded_at"], counts),
+            Catalogue(
+                file_id,
+                engine,
+                info["version"],
+                info["loaded_at"],
+                counts,
+                frozenset(info["features"]),
+            ),
         )
         if previous is not None:
             # Connections still checked out finish their request and are then closed.

@@ -1,24 +1,23 @@
 """Filter kinds: each reads one query parameter, checks its value, and gives the SQL
-condition it stands for. Which filters a resource has is declared in ``ordering.py``,
-beside its ordering keys; the listing queries and the OpenAPI document both read that
-declaration.
+condition it stands for. Each resource declares its filters beside its ordering keys;
+the listing queries, OPTIONS and the OpenAPI document all read that declaration.
 
 An empty value (``title=``) is no filter, as real clients send empty parameters. A bad
-value is a 400 naming the parameter. A parameter given twice takes its last value,
-except for the repeatable id filters, whose values are OR-ed.
+value is a 400 naming the parameter, and so is a filter whose data the catalogue lacks.
+A parameter given twice takes its last value, except for the repeatable id filters,
+whose values are OR-ed. Equivalent values (``1991`` and ``1991-01-01``; ``7``, ``07``
+and ``7,7``) give the same key, so that they are one listing.
 """
 
 import re
 from dataclasses import dataclass
 
-from marshmallow import ValidationError
 from sqlalchemy import select
 
-from .catalogue.keys import date_key, name_key
-from .catalogue.schemas import MAX_ID, check_partial_date
 from .errors import APIError
+from .shared import ID_PATTERN, MAX_ID, date_key, name_key, partial_date_error, timestamp_key
 
-_ID = re.compile(r"[0-9]{1,19}")  # at most 19 digits: SQLite's integers
+_ID = re.compile(ID_PATTERN)
 
 
 def _invalid(parameter, expected):
@@ -31,21 +30,23 @@ def _record_id(parameter, value):
     return int(value)
 
 
-ID_PATTERN = "[0-9]{1,19}"
-
-
 @dataclass(frozen=True)
 class Filter:
     """A filter on one parameter. Its OpenAPI ``schema`` admits the empty string, which
-    is no filter."""
+    is no filter. ``feature`` names the optional data it needs, if any."""
 
     parameter: str
     description: str
     repeatable = False
     schema = {"type": "string"}
+    feature = None
 
-    def condition(self, table, values):
-        """The SQL condition for the parameter's non-empty ``values``."""
+    def normalise(self, values):
+        """The canonical value of the parameter's non-empty ``values`` (400 if bad)."""
+        return values[-1]
+
+    def condition(self, table, value):
+        """The SQL condition for the canonical ``value``."""
         raise NotImplementedError
 
 
@@ -53,28 +54,36 @@ class Filter:
 class NameEquals(Filter):
     """Exact, case-insensitive match of a name, through its stored sort key."""
 
-    column: str = "name_key"
+    def normalise(self, values):
+        return name_key(values[-1])
 
-    def condition(self, table, values):
-        return table.c[self.column] == name_key(values[-1])
+    def condition(self, table, value):
+        return table.c.name_key == value
 
 
 @dataclass(frozen=True)
 class TitleEquals(Filter):
     """Exact, case-insensitive match of a production's title."""
 
-    def condition(self, table, values):
-        return table.c.title_key == values[-1].lower()
+    def normalise(self, values):
+        return values[-1].lower()
+
+    def condition(self, table, value):
+        return table.c.title_key == value
 
 
 @dataclass(frozen=True)
 class CountryCode(Filter):
+    feature: str = None
     schema = {"type": "string", "pattern": "^([A-Za-z]{2})?$"}
 
-    def condition(self, table, values):
+    def normalise(self, values):
         if not re.fullmatch(r"[A-Za-z]{2}", values[-1]):
             raise _invalid(self.parameter, "a two-letter country code")
-        return table.c.country_code == values[-1].upper()
+        return values[-1].upper()
+
+    def condition(self, table, value):
+        return table.c.country_code == value
 
 
 @dataclass(frozen=True)
@@ -86,10 +95,13 @@ class Choice(Filter):
     def schema(self):
         return {"type": "string", "enum": [*self.choices, ""]}
 
-    def condition(self, table, values):
+    def normalise(self, values):
         if values[-1] not in self.choices:
             raise _invalid(self.parameter, "one of " + ", ".join(self.choices))
-        return table.c[self.column] == values[-1]
+        return values[-1]
+
+    def condition(self, table, value):
+        return table.c[self.column] == value
 
 
 @dataclass(frozen=True)
@@ -97,10 +109,13 @@ class Flag(Filter):
     column: str = ""
     schema = {"type": "string", "enum": ["true", "false", ""]}
 
-    def condition(self, table, values):
+    def normalise(self, values):
         if values[-1] not in ("true", "false"):
             raise _invalid(self.parameter, "true or false")
-        return table.c[self.column] == (values[-1] == "true")
+        return values[-1] == "true"
+
+    def condition(self, table, value):
+        return table.c[self.column] == value
 
 
 @dataclass(frozen=True)
@@ -108,8 +123,27 @@ class IdEquals(Filter):
     column: str = ""
     schema = {"type": "string", "pattern": f"^({ID_PATTERN})?$"}
 
-    def condition(self, table, values):
-        return table.c[self.column] == _record_id(self.parameter, values[-1])
+    def normalise(self, values):
+        return _record_id(self.parameter, values[-1])
+
+    def condition(self, table, value):
+        return table.c[self.column] == value
+
+
+@dataclass(frozen=True)
+class AtMost(Filter):
+    """Records whose ``column`` is at most the given whole number."""
+
+    column: str = ""
+    schema = {"type": "string", "pattern": "^([0-9]{1,9})?$"}
+
+    def normalise(self, values):
+        if not re.fullmatch("[0-9]{1,9}", values[-1]):
+            raise _invalid(self.parameter, "a whole number")
+        return int(values[-1])
+
+    def condition(self, table, value):
+        return table.c[self.column] <= value
 
 
 @dataclass(frozen=True)
@@ -121,16 +155,36 @@ class DateBound(Filter):
     before: bool = True
     schema = {"type": "string", "pattern": "^([0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?)?$"}
 
-    def condition(self, table, values):
-        try:
-            check_partial_date(values[-1])
-        except ValidationError:
-            raise _invalid(
-                self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD"
-            ) from None
-        bound = date_key(values[-1])
+    def normalise(self, values):
+        if partial_date_error(values[-1]):
+            raise _invalid(self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD")
+        return date_key(values[-1])
+
+    def condition(self, table, value):
         column = table.c[self.column]
-        return column < bound if self.before else column >= bound
+        return column < value if self.before else column >= value
+
+
+@dataclass(frozen=True)
+class TimeBound(Filter):
+    """Records added or updated before, or on or after, a date (its midnight UTC) or a
+    date-time (ISO 8601; UTC unless it names an offset)."""
+
+    column: str = ""
+    before: bool = True
+    feature: str = ""
+
+    def normalise(self, values):
+        try:
+            return timestamp_key(values[-1])
+        except ValueError:
+            raise _invalid(
+                self.parameter, "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS)"
+            ) from None
+
+    def condition(self, table, value):
+        column = table.c[self.column]
+        return column < value if self.before else column >= value
 
 
 @dataclass(frozen=True)
@@ -139,6 +193,7 @@ class LinkedTo(Filter):
     a value may also list ids separated by commas)."""
 
     link: object = None  # the link table
+    owner: str = ""  # its column holding the record's id
     column: str = ""  # its column holding the given ids
     repeatable = True
     schema = {
@@ -146,17 +201,29 @@ class LinkedTo(Filter):
         "items": {"type": "string", "pattern": f"^({ID_PATTERN}(,{ID_PATTERN})*)?$"},
     }
 
-    def condition(self, table, values):
-        ids = [
+    def normalise(self, values):
+        ids = {
             _record_id(self.parameter, part)
             for value in values
             for part in value.split(",")
             if part
-        ]
-        if not ids:
-            return None
-        linked = select(self.link.c.production_id).where(self.link.c[self.column].in_(ids))
+        }
+        return tuple(sorted(ids)) or None
+
+    def condition(self, table, value):
+        linked = select(self.link.c[self.owner]).where(self.link.c[self.column].in_(value))
         return table.c.id.in_(linked)
+
+
+@dataclass(frozen=True)
+class LinkUrl(Filter):
+    """Records with a link whose address is exactly the given URL."""
+
+    link: object = None
+    owner: str = ""
+
+    def condition(self, table, value):
+        return table.c.id.in_(select(self.link.c[self.owner]).where(self.link.c.url == value))
 
 
 @dataclass(frozen=True)
@@ -170,17 +237,44 @@ class Conditions:
         return bool(self.clauses)
 
 
-def parse(declared, table, args):
-    """The Conditions that the query parameters ``args`` ask of ``table``."""
+def parse(resource, args, catalogue):
+    """The Conditions that the query parameters ``args`` ask of ``resource``."""
     clauses, key = [], []
-    for item in declared:
+    for item in resource.filters:
         values = [value for value in args.getlist(item.parameter) if value != ""]
         if not values:
             continue
-        if not item.repeatable:
-            values = values[-1:]
-        clause = item.condition(table, values)
-        if clause is not None:
-            clauses.append(clause)
-            key.append((item.parameter, tuple(values)))
+        value = item.normalise(values)
+        if value is None:
+            continue
+        if item.feature and item.feature not in catalogue.features:
+            raise APIError(
+                400,
+                f'The filter "{item.parameter}" cannot be used: this catalogue does not '
+                f"record {item.feature.replace('_', ' ')}.",
+            )
+        clauses.append(item.condition(resource.table, value))
+        key.append((item.parameter, value))
     return Conditions(tuple(clauses), tuple(key))
+
+
+def time_bounds(what):
+    """The four filters on when ``what`` (a resource name) were added and updated."""
+    result = []
+    for prefix, column, verb in (
+        ("added", "created_at", "added"),
+        ("updated", "updated_at", "last updated"),
+    ):
+        for suffix, before in (("before", True), ("since", False)):
+            relation = "before" if before else "on or after"
+            result.append(
+                TimeBound(
+                    f"{prefix}_{suffix}",
+                    f"Only {what} {verb} {relation} this date or date-time (ISO 8601, UTC "
+                    "unless an offset is given).",
+                    column=column,
+                    before=before,
+                    feature=f"{what}_{column}",
+                )
+            )
+    return result

@@ -8,11 +8,11 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
-from . import ordering
-from .catalogue.schemas import MAX_ID
+from . import parameters
 from .pagination import PAGE_SIZE
-from .rendering import DOCS_PATH, FORMAT_HELP, JSON_TYPE
-from .resources import RESOURCES, root
+from .rendering import DOCS_PATH, JSON_TYPE
+from .resources import RESOURCES, releasers
+from .shared import MAX_ID
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
@@ -76,15 +76,10 @@ def _parameter(name, description, schema, **more):
 COMMON_PARAMETERS = [
     _parameter(
         "format",
-        FORMAT_HELP,
+        parameters.FORMAT,
         {"type": "string", "enum": ["api", "json", ""]},
     ),
-    _parameter(
-        "fields",
-        "Comma-separated field names: only these fields of each record, "
-        "in the record's order; unknown names are ignored.",
-        {"type": "string"},
-    ),
+    _parameter("fields", parameters.FIELDS, {"type": "string"}),
 ]
 
 
@@ -94,27 +89,21 @@ def _ordering_pattern(keys):
 
 
 def _list_parameters(resource):
-    keys = list(ordering.KEYS[resource.name])
-    parameters = [
-        _parameter(
-            "page",
-            'Page number from 1, or "last"; empty: page 1.'
-            + ("" if resource.paged else " The whole listing is one page."),
-            {"type": "string", "pattern": "^([0-9]+|last)?$"},
-        ),
+    keys = list(resource.keys)
+    described = parameters.describe_parameters(resource, detail=False)
+    result = [
+        _parameter("page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}),
         _parameter(
             "ordering",
-            "Comma-separated sort keys, each optionally prefixed with "
-            f'"-" for descending: {", ".join(keys)}. Ties are broken by id in the '
-            "direction of the first key.",
+            described["ordering"],
             {"type": "string", "pattern": _ordering_pattern(keys)},
             example=f"-{keys[1]}",
         ),
     ]
-    for item in ordering.FILTERS[resource.name]:
+    for item in resource.filters:
         extra = {"style": "form", "explode": True} if item.repeatable else {}
-        parameters.append(_parameter(item.parameter, item.description, item.schema, **extra))
-    return parameters + COMMON_PARAMETERS
+        result.append(_parameter(item.parameter, described[item.parameter], item.schema, **extra))
+    return result + COMMON_PARAMETERS
 
 
 def _options(description):
@@ -156,9 +145,10 @@ def build():
                         {
                             "type": "object",
                             "additionalProperties": False,
-                            "required": root.RESOURCES,
+                            "required": [resource.name for resource in RESOURCES],
                             "properties": {
-                                name: {"type": "string", "format": "uri"} for name in root.RESOURCES
+                                resource.name: {"type": "string", "format": "uri"}
+                                for resource in RESOURCES
                             },
                         },
                         "Listing addresses by resource name.",
@@ -208,25 +198,25 @@ def build():
                 "options": _options(f"a {resource.title.lower()}"),
             },
         )
-    spec.path(
-        path="/api/v1/releasers/{id}/productions/",
-        parameters=[id_parameter],
-        operations={
-            "get": {
-                "summary": "A releaser's productions, as author or as an author's group: "
-                "newest first, undated last, ties by id. Not paged.",
-                "parameters": COMMON_PARAMETERS,
-                "responses": {
-                    "200": _json(
-                        {"type": "array", "items": _ref("Production")},
-                        "Every production of the releaser.",
-                    ),
-                    **_errors("400", "404", "406", "503"),
+    for name, description in releasers.SUB_RESOURCES.items():
+        spec.path(
+            path=f"/api/v1/releasers/{{id}}/{name}/",
+            parameters=[id_parameter],
+            operations={
+                "get": {
+                    "summary": description,
+                    "parameters": COMMON_PARAMETERS,
+                    "responses": {
+                        "200": _json(
+                            {"type": "array", "items": _ref("Production")},
+                            "Every such production of the releaser.",
+                        ),
+                        **_errors("400", "404", "406", "503"),
+                    },
                 },
+                "options": _options(f"a releaser's {name.replace('_', ' ')}"),
             },
-            "options": _options("a releaser's productions"),
-        },
-    )
+        )
     spec.path(
         path="/api/v1/openapi.json",
         operations={
@@ -252,11 +242,28 @@ bp = Blueprint("openapi", __name__)
 DOCS_PAGE = package_files.files(__package__).joinpath("docs.html").read_bytes()
 
 
+def renamed(value, old, new):
+    """``value`` with every ``old`` property (and required entry) called ``new``."""
+    if isinstance(value, dict):
+        return {
+            (new if key == old else key): (
+                [new if item == old else item for item in item_value]
+                if key == "required" and isinstance(item_value, list)
+                else renamed(item_value, old, new)
+            )
+            for key, item_value in value.items()
+        }
+    if isinstance(value, list):
+        return [renamed(item, old, new) for item in value]
+    return value
+
+
 @bp.route("/api/v1/openapi.json")
 def document():
     spec = current_app.extensions.get("demoserv.openapi")
     if spec is None:
-        spec = current_app.extensions["demoserv.openapi"] = build()
+        spec = renamed(build(), "service_url", current_app.config["SERVICE_URL_FIELD"])
+        current_app.extensions["demoserv.openapi"] = spec
     return {**spec, "servers": [{"url": request.url_root.rstrip("/")}]}
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
 
+import orjson
 from flask import request
 
 from .errors import APIError
@@ -62,8 +63,9 @@ def current_page(count, size=PAGE_SIZE):
     return Page(number, count, size)
 
 
-def envelope(page, results):
-    """The page as the API answers it: count, next, previous, results."""
+def envelope_json(page, results):
+    """The page as the API answers it, as JSON: count, next, previous, and ``results``
+    (a JSON array, already encoded)."""
     # The query as the client sent it (request.url would re-encode it), made URL-safe.
     query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
     url = request.base_url + (f"?{query}" if query else "")
@@ -77,7 +79,8 @@ def envelope(page, results):
         previous_url = remove_query_param(url, "page")
     else:
         previous_url = replace_query_param(url, "page", page.number - 1)
-    return {"count": page.count, "next": next_url, "previous": previous_url, "results": results}
+    head = orjson.dumps({"count": page.count, "next": next_url, "previous": previous_url})
+    return head[:-1] + b',"results":' + results + b"}"
 
 
 def replace_query_param(url, key, value):

@@ -1,9 +1,14 @@
 """Every table, column and index of the catalogue database.
 
-Each record table keeps, beside the fields it serves, the sort keys computed at load
-(``*_key``, ``sortable_title``) and one ``rank_<ordering key>`` column per ordering
-key: a record's 1-based position in that ascending order, so that page k of a listing
-is a range lookup on a unique index rather than an OFFSET scan.
+A record table keeps the fields its records are built from, the sort keys computed at
+load (``*_key``, ``sortable_title``), one ``rank_<ordering key>`` column per ordering key
+(the record's 1-based position in that ascending order, so that page k is a range
+lookup on a unique index) and ``doc``: the record's list JSON, built once at load (its
+read model). ``<resource>_details`` holds each detail record's JSON likewise.
+
+Relation tables are clustered by their owner (WITHOUT ROWID, keyed by owner and
+position), so a record's nested list is one contiguous read; ``position`` keeps the
+order the catalogue gave, and a relation shown from both sides keeps each side's order.
 """
 
 from sqlalchemy import (
@@ -11,19 +16,41 @@ from sqlalchemy import (
     Boolean,
     Column,
     Float,
-    ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
 )
 
 metadata = MetaData()
+# Bumped whenever a table or column changes: the server refuses files of another schema.
+SCHEMA_VERSION = 2
 
 
 def _rank(name):
     return Column(f"rank_{name}", Integer)
+
+
+def _id():
+    return Column("id", Integer, primary_key=True, autoincrement=False)
+
+
+def _doc():
+    return Column("doc", LargeBinary)
+
+
+def _owned(name, owner, *columns, position=True):
+    """A relation table clustered by ``owner`` (and position)."""
+    keys = [Column(owner, Integer, primary_key=True)]
+    if position:
+        keys.append(Column("position", Integer, primary_key=True))
+    return Table(name, metadata, *keys, *columns, sqlite_with_rowid=False)
+
+
+def _details(resource):
+    return Table(f"{resource}_details", metadata, _id(), _doc())
 
 
 catalogue_info = Table(
@@ -31,6 +58,9 @@ catalogue_info = Table(
     metadata,
     Column("version", Text, nullable=False),
     Column("loaded_at", Text, nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    # What optional data the catalogue holds, for the filters that need it (JSON list).
+    Column("features", JSON, nullable=False),
 )
 
 record_counts = Table(
@@ -43,50 +73,83 @@ record_counts = Table(
 platforms = Table(
     "platforms",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("name_key", Text, nullable=False),
     _rank("id"),
     _rank("name"),
+    _doc(),
 )
 
 production_types = Table(
     "production_types",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("supertype", Text, nullable=False),
     Column("name_key", Text, nullable=False),
     _rank("id"),
     _rank("name"),
+    _doc(),
 )
 
 releasers = Table(
     "releasers",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("is_group", Boolean, nullable=False),
+    Column("country_code", Text),
+    Column("created_at", Text),
+    Column("updated_at", Text),
     Column("name_key", Text, nullable=False),
     _rank("id"),
     _rank("name"),
+    _doc(),
+)
+releasers_details = _details("releasers")
+releaser_nicks = _owned(
+    "releaser_nicks",
+    "releaser_id",
+    Column("name", Text, nullable=False),
+    Column("abbreviation", Text, nullable=False),
+    Column("variants", JSON, nullable=False),
+)
+# member_position orders a member's member_of; group_position a group's members.
+memberships = Table(
+    "memberships",
+    metadata,
+    Column("member_id", Integer, primary_key=True),
+    Column("group_id", Integer, primary_key=True),
+    Column("is_current", Boolean, nullable=False),
+    Column("member_position", Integer, nullable=False),
+    Column("group_position", Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+releaser_links = _owned(
+    "releaser_links",
+    "releaser_id",
+    Column("link_class", Text, nullable=False),
+    Column("url", Text, nullable=False),
 )
 
 party_series = Table(
     "party_series",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("website", Text, nullable=False),
     Column("name_key", Text, nullable=False),
     _rank("id"),
     _rank("name"),
+    _doc(),
 )
+party_series_details = _details("party_series")
 
 parties = Table(
     "parties",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("tagline", Text, nullable=False),
     Column("start_date", Text, nullable=False),
@@ -97,7 +160,8 @@ parties = Table(
     Column("latitude", Float),
     Column("longitude", Float),
     Column("website", Text, nullable=False),
-    Column("party_series_id", Integer, ForeignKey("party_series.id")),
+    Column("party_series_id", Integer),
+    Column("series_position", Integer),  # among its series' parties
     Column("name_key", Text, nullable=False),
     Column("start_date_key", Text, nullable=False),
     Column("end_date_key", Text, nullable=False),
@@ -106,70 +170,153 @@ parties = Table(
     _rank("start_date_date"),
     _rank("end_date_date"),
     _rank("country_code"),
+    _doc(),
+)
+parties_details = _details("parties")
+party_links = _owned(
+    "party_links",
+    "party_id",
+    Column("link_class", Text, nullable=False),
+    Column("url", Text, nullable=False),
+)
+# A production released at (or invited to) a party: each side's order of the pair.
+party_releases, party_invitations = (
+    Table(
+        name,
+        metadata,
+        Column("party_id", Integer, primary_key=True),
+        Column("production_id", Integer, primary_key=True),
+        Column("party_position", Integer, nullable=False),
+        Column("production_position", Integer, nullable=False),
+        sqlite_with_rowid=False,
+    )
+    for name in ("party_releases", "party_invitations")
+)
+competitions = Table(
+    "competitions",
+    metadata,
+    _id(),
+    Column("party_id", Integer, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("shown_date", Text),
+    Column("platform_id", Integer),
+    Column("production_type_id", Integer),
+)
+placings = Table(
+    "placings",
+    metadata,
+    Column("competition_id", Integer, primary_key=True),
+    Column("result_position", Integer, primary_key=True),  # among the competition's results
+    Column("production_id", Integer, nullable=False),
+    Column("production_position", Integer, nullable=False),  # among the production's placings
+    Column("position", Integer),
+    Column("ranking", Text, nullable=False),
+    Column("score", Text, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 bbses = Table(
     "bbses",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("name", Text, nullable=False),
     Column("location", Text, nullable=False),
+    Column("country_code", Text, nullable=False),
     Column("latitude", Float),
     Column("longitude", Float),
     Column("tags", JSON, nullable=False),
     Column("name_key", Text, nullable=False),
     _rank("id"),
     _rank("name"),
+    _doc(),
+)
+bbses_details = _details("bbses")
+bbstros = _owned("bbstros", "bbs_id", Column("production_id", Integer, nullable=False))
+bbs_staff = _owned(
+    "bbs_staff",
+    "bbs_id",
+    Column("releaser_id", Integer, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("is_current", Boolean, nullable=False),
+)
+bbs_affiliations = _owned(
+    "bbs_affiliations",
+    "bbs_id",
+    Column("group_id", Integer, nullable=False),
+    Column("role", Text, nullable=False),
 )
 
 productions = Table(
     "productions",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    _id(),
     Column("title", Text, nullable=False),
     Column("release_date", Text),
     Column("supertype", Text, nullable=False),
     Column("tags", JSON, nullable=False),
+    Column("created_at", Text),
+    Column("updated_at", Text),
     Column("sortable_title", Text, nullable=False),
     Column("title_key", Text, nullable=False),  # lower-cased title, for the title filter
     Column("release_date_key", Text),
+    Column("has_screenshot", Boolean, nullable=False, default=False),
+    Column("best_placing", Integer),  # its best competition position, for a filter
     _rank("id"),
     _rank("sortable_title"),
     _rank("release_date_date"),
     _rank("supertype"),
+    _doc(),
 )
-
-# The link tables are clustered by production (WITHOUT ROWID, keyed by production and
-# position), so a production's nicks, platforms or types are one contiguous read.
-# role is "author" or "affiliation"; position keeps the order they were loaded in.
+productions_details = _details("productions")
+# role is "author" or "affiliation".
 production_nicks = Table(
     "production_nicks",
     metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
+    Column("production_id", Integer, primary_key=True),
     Column("role", Text, primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("name", Text, nullable=False),
     Column("abbreviation", Text, nullable=False),
-    Column("releaser_id", Integer, ForeignKey("releasers.id"), nullable=False),
+    Column("releaser_id", Integer, nullable=False),
     sqlite_with_rowid=False,
 )
-
-production_platforms = Table(
-    "production_platforms",
-    metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
-    Column("position", Integer, primary_key=True),
-    Column("platform_id", Integer, ForeignKey("platforms.id"), nullable=False),
-    sqlite_with_rowid=False,
+production_platforms = _owned(
+    "production_platforms", "production_id", Column("platform_id", Integer, nullable=False)
 )
-
-production_type_links = Table(
+production_type_links = _owned(
     "production_type_links",
-    metadata,
-    Column("production_id", Integer, ForeignKey("productions.id"), primary_key=True),
-    Column("position", Integer, primary_key=True),
-    Column("production_type_id", Integer, ForeignKey("production_types.id"), nullable=False),
-    sqlite_with_rowid=False,
+    "production_id",
+    Column("production_type_id", Integer, nullable=False),
+)
+credits = _owned(
+    "credits",
+    "production_id",
+    Column("name", Text, nullable=False),
+    Column("abbreviation", Text, nullable=False),
+    Column("releaser_id", Integer, nullable=False),
+    Column("category", Text, nullable=False),
+    Column("role", Text, nullable=False),
+)
+production_links = _owned(
+    "production_links",
+    "production_id",
+    Column("is_download", Boolean, nullable=False),
+    Column("link_class", Text, nullable=False),
+    Column("url", Text, nullable=False),
+)
+screenshots = _owned(
+    "screenshots",
+    "production_id",
+    *(
+        column
+        for size in ("original", "standard", "thumbnail")
+        for column in (
+            Column(f"{size}_url", Text, nullable=False),
+            Column(f"{size}_width", Integer),
+            Column(f"{size}_height", Integer),
+        )
+    ),
 )
 
 # The record tables, by resource name as it appears in the API.
@@ -183,15 +330,27 @@ RECORD_TABLES = {
     "production_types": production_types,
 }
 
-# The loader creates tables with ``CreateTable`` and these indexes only after the bulk
-# insert, which is much faster than maintaining them row by row.
+# Created only after the bulk insert, which is much faster than maintaining them row by row.
 INDEXES = [
-    Index("production_nicks_by_releaser", production_nicks.c.releaser_id),
+    Index("production_nicks_by_releaser", production_nicks.c.releaser_id, production_nicks.c.role),
     Index("production_platforms_by_platform", production_platforms.c.platform_id),
     Index("production_type_links_by_type", production_type_links.c.production_type_id),
+    Index("production_links_by_url", production_links.c.url),
     Index("parties_by_party_series", parties.c.party_series_id),
     Index("productions_by_title_key", productions.c.title_key),
+    Index("productions_by_created_at", productions.c.created_at),
+    Index("productions_by_updated_at", productions.c.updated_at),
+    Index("productions_by_best_placing", productions.c.best_placing),
     Index("releasers_by_is_group", releasers.c.is_group, releasers.c.id),
+    Index("releasers_by_country_code", releasers.c.country_code),
+    Index("releasers_by_created_at", releasers.c.created_at),
+    Index("releasers_by_updated_at", releasers.c.updated_at),
+    Index("bbses_by_country_code", bbses.c.country_code),
+    Index("memberships_by_group", memberships.c.group_id, memberships.c.group_position),
+    Index("party_releases_by_production", party_releases.c.production_id),
+    Index("party_invitations_by_production", party_invitations.c.production_id),
+    Index("competitions_by_party", competitions.c.party_id, competitions.c.position),
+    Index("placings_by_production", placings.c.production_id, placings.c.position),
 ]
 for _table in RECORD_TABLES.values():
     for _column in _table.columns:

@@ -179,7 +179,8 @@ def build(
             credited = releaser["name"] if rng.random() < 0.8 else releaser["name"] + " (alias)"
             return {
                 "name": credited,
-                "abbreviation": rng.choice(["", "", credited[:3].upper()]),
+                # One abbreviation per nick, as upstream: a nick is one record.
+                "abbreviation": credited[:3].upper() if len(credited) % 3 == 0 else "",
                 "releaser": dict(releaser),
             }
 
@@ -215,7 +216,118 @@ def build(
                 ),
             }
         )
+    _enrich(cat, rng)
     return cat
+
+
+def _timestamp(rng):
+    return (
+        f"{rng.randint(2005, 2025)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} 12:00:00+00"
+    )
+
+
+def _link(rng, n):
+    return rng.choice(
+        [
+            {"link_class": "BaseUrl", "url": f"https://site{n}.example/"},
+            {"link_class": "PouetProduction", "url": f"https://www.pouet.net/prod.php?which={n}"},
+            {"link_class": "YoutubeVideo", "url": f"https://www.youtube.com/watch?v=v{n}"},
+        ]
+    )
+
+
+def _enrich(cat, rng):
+    """Detail fields of every kind: credits, links, screenshots, party releases and
+    invitations, competitions with results, memberships, BBS staff; each relation given
+    on one side, so that the loader derives the other."""
+    releasers = cat["releasers"]
+    groups = [r for r in releasers if r["is_group"]]
+    productions = cat["productions"]
+    for n, record in enumerate(releasers):
+        record["external_links"] = [_link(rng, n) for _ in range(rng.randint(0, 2))]
+        record["country_code"] = rng.choice([None, "FI", "DE"])
+        record["created_at"] = _timestamp(rng)
+        record["updated_at"] = _timestamp(rng)
+        if not record["is_group"] and groups:
+            record["member_of"] = [
+                {"group": {"id": group["id"]}, "is_current": rng.random() < 0.5}
+                for group in rng.sample(groups, rng.randint(0, min(2, len(groups))))
+            ]
+    # Subgroups: a few groups are members of others.
+    for group, parent in zip(groups[:6], groups[6:12]):
+        group["member_of"] = [{"group": parent["id"], "is_current": True}]
+    released = set()
+    competition_id = 1
+    for n, party in enumerate(cat["parties"][:80]):
+        chosen = rng.sample(productions, 4)
+        party["releases"] = [p["id"] for p in chosen[:2]]
+        released.update(party["releases"])
+        party["invitations"] = [{"id": chosen[2]["id"]}]
+        party["external_links"] = [_link(rng, n)]
+        party["competitions"] = []
+        for _ in range(rng.randint(0, 2)):
+            entries = rng.sample(productions, rng.randint(1, 4))
+            party["competitions"].append(
+                {
+                    "id": competition_id,
+                    "name": rng.choice(["Demo", "4K Intro", "Tracked Music"]),
+                    "shown_date": rng.choice([None, party["start_date"]]),
+                    "platform": rng.choice([None, dict(cat["platforms"][0])]),
+                    "production_type": rng.choice([None, {"id": 1}]),
+                    "results": [
+                        {
+                            "position": place,
+                            "ranking": str(place),
+                            "score": rng.choice(["", f"{100 - place} pts"]),
+                            "production": entry["id"],
+                        }
+                        for place, entry in enumerate(entries, 1)
+                    ],
+                }
+            )
+            competition_id += 1
+    party_ids = [party["id"] for party in cat["parties"]]
+    for n, production in enumerate(productions):
+        production["credits"] = [
+            {
+                "nick": nick,
+                "category": rng.choice(["Code", "Music", "Graphics"]),
+                "role": rng.choice(["", "Logo"]),
+            }
+            for nick in production["author_nicks"][:2]
+        ]
+        production["download_links"] = [
+            {"link_class": "SceneOrgFile", "url": f"https://files.scene.org/view/x/{n}.zip"}
+        ][: rng.randint(0, 1)]
+        production["external_links"] = [_link(rng, n) for _ in range(rng.randint(0, 2))]
+        production["screenshots"] = [
+            {
+                "original_url": f"https://media.example/{n}.png",
+                "original_width": 640,
+                "original_height": None,
+                "standard_url": f"https://media.example/s/{n}.png",
+                "standard_width": 400,
+                "standard_height": 300,
+                "thumbnail_url": f"https://media.example/t/{n}.png",
+                "thumbnail_width": 200,
+                "thumbnail_height": 150,
+            }
+        ][: rng.randint(0, 1)]
+        production["created_at"] = _timestamp(rng)
+        production["updated_at"] = _timestamp(rng)
+        if production["id"] not in released and rng.random() < 0.1:
+            production["release_parties"] = [rng.choice(party_ids[80:])]
+    for n, bbs in enumerate(cat["bbses"]):
+        bbs["country_code"] = rng.choice(["", "NO", "US"])
+        bbs["bbstros"] = [p["id"] for p in rng.sample(productions, rng.randint(0, 1))]
+        bbs["staff"] = [
+            {"releaser": r["id"], "role": "sysop", "is_current": rng.random() < 0.5}
+            for r in rng.sample(releasers, rng.randint(0, 2))
+        ]
+        bbs["affiliations"] = [
+            {"group": g["id"], "role": rng.choice(["", "010-whq"])}
+            for g in rng.sample(groups, rng.randint(0, 1))
+        ]
 
 
 def write(catalogue, folder):

@@ -20,31 +20,12 @@ KEYS = {
 DEFAULT = {"productions": "sortable_title"}
 
 
-STROKED = {
-    "Ø": "O",
-    "ø": "o",
-    "Ł": "L",
-    "ł": "l",
-    "Đ": "D",
-    "đ": "d",
-    "Ħ": "H",
-    "ħ": "h",
-    "Ŧ": "T",
-    "ŧ": "t",
-    "Ɨ": "I",
-    "ɨ": "i",
-    "Ƶ": "Z",
-    "ƶ": "z",
-}
-
-
 def expected_sortable_title(title):
-    title = "".join(STROKED.get(c, c) for c in title)
     text = "".join(
-        c for c in unicodedata.normalize("NFKD", title) if unicodedata.category(c) != "Mn"
+        c for c in unicodedata.normalize("NFD", title) if unicodedata.category(c) != "Mn"
     )
     text = text.replace("$", "s")
-    text = re.sub(r"[^\w\s]|_", " ", text)
+    text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
     text = " ".join(text.split()).lower()
     text = re.sub(r"[0-9]+", lambda m: "0" * (9 - len(m.group())) + m.group(), text)
     match = re.match(r"(the|a|an) (.*)", text)

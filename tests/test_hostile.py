@@ -143,7 +143,7 @@ def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(
     def broken(*args):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(platforms.resource, "fetch_listing", broken)
+    monkeypatch.setattr(platforms.resource, "fetch_page", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     with caplog.at_level(logging.INFO):
         response = client.get("/api/v1/platforms/")

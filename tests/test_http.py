@@ -100,6 +100,13 @@ def test_options_describes_the_resource(client, path, name):
             "released_before",
             "released_since",
             "author",
+            "has_screenshot",
+            "competition_placing_min",
+            "link_url",
+            "added_before",
+            "added_since",
+            "updated_before",
+            "updated_since",
         }
 
 
@@ -178,7 +185,7 @@ def test_unexpected_errors_are_json_500_without_internals(app, client, monkeypat
     def broken(*args):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(productions, "attach_relations", broken)
+    monkeypatch.setattr(productions.resource, "fetch_page", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     response = client.get("/api/v1/productions/")
     assert response.status_code == 500

@@ -6,7 +6,7 @@ import pytest
 from jsonschema import ValidationError
 from openapi_spec_validator import validate
 
-from demoserv import ordering
+from demoserv.resources import RESOURCES
 
 from .openapi_check import SPEC, check
 
@@ -19,15 +19,17 @@ def test_the_document_is_valid_openapi_3_1(client):
 
 
 def test_every_listing_documents_its_ordering_keys_and_filters():
-    for resource, keys in ordering.KEYS.items():
+    for declared in RESOURCES:
+        resource, keys = declared.name, list(declared.keys)
         operation = SPEC["paths"][f"/api/v1/{resource}/"]["get"]
         parameters = {p["name"]: p for p in operation["parameters"]}
         assert all(key in parameters["ordering"]["description"] for key in keys)
-        for item in ordering.FILTERS[resource]:
+        for item in declared.filters:
             assert parameters[item.parameter]["description"] == item.description
         assert {"page", "format", "fields"} <= set(parameters)
         assert f"/api/v1/{resource}/{{id}}/" in SPEC["paths"]
     assert "/api/v1/releasers/{id}/productions/" in SPEC["paths"]
+    assert "/api/v1/releasers/{id}/member_productions/" in SPEC["paths"]
 
 
 class Answer:

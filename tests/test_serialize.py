@@ -1,32 +1,97 @@
-"""The compiled dumpers give exactly what the marshmallow schemas give."""
+"""The read models: what is served for every record, in every format, field selection and
+page-address field name, is the JSON that the marshmallow schemas build for it."""
 
 import pytest
 from marshmallow import Schema, fields
+from sqlalchemy import select
 
-from demoserv.db import get_catalogue, get_connection
-from demoserv.filters import Conditions
-from demoserv.ordering import parse
+from demoserv import links
+from demoserv.catalogue.build import ReadModels
+from demoserv.db import get_database
 from demoserv.resources import RESOURCES
 from demoserv.serialize import compile_dumper
+from demoserv.shared import SERVICE_URL_FIELDS
+
+from .conftest import SITE_URL
+
+
+def renamed(value, name):
+    if isinstance(value, dict):
+        return {
+            (name if key == "service_url" else key): renamed(item, name)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [renamed(item, name) for item in value]
+    return value
+
+
+def schema_records(app, resource, fmt):
+    """{id: (list record, detail record)} as the schemas dump them for a request."""
+    with app.app_context():
+        engine = get_database().current().engine
+        with engine.connect() as connection:
+            build = ReadModels(connection)
+            rows = [dict(row) for row in connection.execute(select(resource.table)).mappings()]
+            resource.complete(build, rows)
+            resource.complete_detail(build, rows)
+    style = links.LinkStyle("http://localhost/api/v1/", f"?format={fmt}" if fmt else "", SITE_URL)
+    token = links.use_style(style)
+    try:
+        return {
+            row["id"]: (resource.schema.dump(row), resource.detail_schema.dump(row)) for row in rows
+        }
+    finally:
+        links.reset_style(token)
 
 
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
-@pytest.mark.parametrize("fmt", ["", "api"])
-def test_compiled_equals_schema_dump_on_every_record(app, resource, fmt):
-    with app.test_request_context(f"/api/v1/{resource.name}/?format={fmt}"):
-        app.preprocess_request()
-        connection = get_connection()
-        _, rows = resource.fetch_listing(
-            connection, get_catalogue(), parse(resource.name, "id"), Conditions((), ())
-        )
-        assert len(rows) >= 8
-        for schema in {resource.schema, resource.detail_schema or resource.schema}:
-            dump = compile_dumper(schema)
-            for row in rows:
-                if schema is not resource.schema:
-                    row = resource.fetch_one(connection, row["id"])
-                assert dump(row) == schema.dump(row)
-                assert list(dump(row)) == list(schema.dump(row))
+@pytest.mark.parametrize("fmt", ["", "api", "json"])
+@pytest.mark.parametrize("field_name", SERVICE_URL_FIELDS)
+def test_served_records_are_the_schemas_records(
+    make_app, loaded_database, resource, fmt, field_name
+):
+    app = make_app(loaded_database, SERVICE_URL_FIELD=field_name)
+    client = app.test_client()
+    expected = schema_records(app, resource, fmt)
+    assert len(expected) >= 8
+    query = f"format={fmt}&" if fmt else ""
+    for record_id, (listed, detail) in expected.items():
+        listed, detail = renamed(listed, field_name), renamed(detail, field_name)
+        served = client.get(f"/api/v1/{resource.name}/{record_id}/?{query}").json
+        assert served == detail
+        assert list(served) == list(detail)
+        chosen = ["id", field_name, list(detail)[-1]]
+        served = client.get(
+            f"/api/v1/{resource.name}/{record_id}/?{query}fields={','.join(chosen)}"
+        ).json
+        assert served == {name: value for name, value in detail.items() if name in chosen}
+    pages = client.get(f"/api/v1/{resource.name}/?{query}ordering=id&page=1").json
+    for record in pages["results"]:
+        assert record == renamed(expected[record["id"]][0], field_name)
+
+
+def test_compiled_dumpers_equal_schema_dump(make_app, loaded_database):
+    app = make_app(loaded_database)
+    for resource in RESOURCES:
+        with app.app_context():
+            with get_database().current().engine.connect() as connection:
+                build = ReadModels(connection)
+                rows = [
+                    dict(row)
+                    for row in connection.execute(select(resource.table).limit(50)).mappings()
+                ]
+                resource.complete(build, rows)
+                resource.complete_detail(build, rows)
+        token = links.use_style(links.MARKERS)
+        try:
+            for schema in (resource.schema, resource.detail_schema):
+                dump = compile_dumper(schema)
+                for row in rows:
+                    assert dump(row) == schema.dump(row)
+                    assert list(dump(row)) == list(schema.dump(row))
+        finally:
+            links.reset_style(token)
 
 
 def test_unknown_fields_are_refused_when_compiled():

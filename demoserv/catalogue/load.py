@@ -3,25 +3,23 @@ the served one, and rename it over the served one only when all of it is good.
 
 A failed load raises CatalogueError(``file:line: field: what is wrong``) and leaves
 the served file untouched; a reader sees the old catalogue or the new one, never a mix.
+Relations that the API shows from both sides may be given on either side or both; both
+sides must agree, and a side not given is derived from the other (the upstream's order
+where it has one, else the order in which the files gave the relation).
 """
 
-import datetime
 import os
-import sqlite3
 import uuid
 from pathlib import Path
 
 import orjson
 from marshmallow import ValidationError
-from sqlalchemy import create_engine, func, insert, select, update
-from sqlalchemy.schema import CreateTable
 
-from .. import ordering, tables
-from . import keys
-from .schemas import RECORD_SCHEMAS
+from .. import tables
+from ..resources import BY_NAME, LOAD_ORDER
+from ..shared import date_key, name_key, sortable_title
+from .build import Builder
 
-FILES = list(RECORD_SCHEMAS)
-BATCH = 5000
 PROGRESS_EVERY = 1000  # lines between progress reports
 # Records that nested summaries may refer to, and may create when their file lacks them.
 SUMMARISED = ("platforms", "production_types", "releasers")
@@ -54,15 +52,22 @@ def load_catalogue(source, database, progress=None):
     """
     progress = progress or Progress()
     paths = catalogue_files(Path(source))
+    return build_database(
+        database, lambda builder: _Loader(builder, paths, progress).run(), progress
+    )
+
+
+def build_database(database, fill, progress):
+    """Build a new database file with ``fill(builder)`` -> (counts, features) and rename
+    it over ``database``. Returns the counts."""
     target = Path(database)
     target.parent.mkdir(parents=True, exist_ok=True)
     building = target.with_name(f".{target.name}.{uuid.uuid4().hex}.loading")
     try:
-        builder = _Builder(building)
+        builder = Builder(building)
         try:
-            counts = _Loader(builder, paths, progress).run()
-            progress.stage("ranking and indexing")
-            builder.finish(counts)
+            counts, features = fill(builder)
+            builder.finish(counts, features, progress)
         finally:
             builder.close()
         _fsync(building)
@@ -77,10 +82,10 @@ def catalogue_files(source):
     """The catalogue files present in ``source``, by resource, in load order."""
     if not source.is_dir():
         raise CatalogueError(f"{source}: not a folder")
-    paths = {name: source / f"{name}.jsonl" for name in FILES}
+    paths = {name: source / f"{name}.jsonl" for name in LOAD_ORDER}
     paths = {name: path for name, path in paths.items() if path.is_file()}
     if not paths:
-        expected = ", ".join(f"{name}.jsonl" for name in FILES)
+        expected = ", ".join(f"{name}.jsonl" for name in LOAD_ORDER)
         raise CatalogueError(f"{source}: no catalogue files (expected any of {expected})")
     return paths
 
@@ -145,8 +150,58 @@ def _json(value):
     return orjson.dumps(value).decode()
 
 
+class _Pairs:
+    """One relation shown from two sides (``left`` owns the pair in an export): what
+    each side gave, in order, checked for agreement at the end."""
+
+    def __init__(self, left, right):
+        self.names = (left, right)
+        self.given = ({}, {})  # per side: owner id -> (where, [(other id, values)])
+
+    def give(self, side, owner, where, items):
+        self.given[side][owner] = (where, items)
+
+    def resolve(self, field_names, derive_order):
+        """[(left id, right id, values, left position, right position)], raising
+        CatalogueError where the sides disagree. ``derive_order(side, owner, others)``
+        orders a side that was not given."""
+        pairs = {}  # (left, right) -> [values, left position, right position, where]
+        for side in (0, 1):
+            for owner, (where, items) in self.given[side].items():
+                for position, (other, values) in enumerate(items):
+                    key = (owner, other) if side == 0 else (other, owner)
+                    entry = pairs.get(key)
+                    if entry is None:
+                        entry = pairs[key] = [values, None, None, where]
+                    elif entry[0] != values:
+                        raise CatalogueError(
+                            f"{where}: {field_names[side]}: {_json(values)} for {key} "
+                            f"contradicts {entry[3]}, which has {_json(entry[0])}"
+                        )
+                    entry[1 + side] = position
+        for key, (values, left_position, right_position, where) in pairs.items():
+            for side, position in ((0, left_position), (1, right_position)):
+                owner = key[side]
+                if position is None and owner in self.given[side]:
+                    other_where = self.given[side][owner][0]
+                    raise CatalogueError(
+                        f"{where}: {field_names[1 - side]}: gives {self.names[side]} {owner} "
+                        f"and {self.names[1 - side]} {key[1 - side]}, but {other_where} does "
+                        f"not list it in {field_names[side]}"
+                    )
+        for side in (0, 1):
+            by_owner = {}
+            for key, entry in pairs.items():
+                if entry[1 + side] is None:
+                    by_owner.setdefault(key[side], []).append(key)
+            for owner, keys in by_owner.items():
+                for position, key in enumerate(derive_order(side, owner, keys)):
+                    pairs[key][1 + side] = position
+        return [(key[0], key[1], entry[0], entry[1], entry[2]) for key, entry in pairs.items()]
+
+
 class _Loader:
-    """Reads the files in order, checks what refers to what, and hands rows to the
+    """Reads the files in load order, checks what refers to what, and hands rows to the
     builder."""
 
     def __init__(self, builder, paths, progress):
@@ -155,114 +210,253 @@ class _Loader:
         self.progress = progress
         # id -> (record, where it was first seen), for records that summaries refer to
         self.known = {name: {} for name in SUMMARISED}
-        self.party_series_ids = set()
+        self.ids = {name: {} for name in LOAD_ORDER}  # id -> where, of records read
+        self.features = set()
+        self.memberships = _Pairs("member", "group")
+        self.releases = _Pairs("party", "production")
+        self.invitations = _Pairs("party", "production")
+        self.series_parties = {}  # series id -> (where, [party ids])
+        self.party_series = {}  # party id -> series id, as the parties gave it
+        self.competitions = {}  # id -> (party id, name, where)
+        self.results = {}  # competition id -> (where, [(production id, values)])
+        self.placings = {}  # production id -> (where, [(competition id, values)])
+        self.references = []  # (resource, id, where, field): checked at the end
+        self.given_nicks = set()  # releasers whose nicks their record gives
+        self.used_nicks = []  # (releaser id, name, abbreviation, where, field)
+        self.party_names = {}
+        self.production_keys = {}  # id -> sortable title
+        self.releaser_is_group = {}
 
     def run(self):
         counts = {}
-        for name in FILES:
+        for name in LOAD_ORDER:
             path = self.paths.get(name)
             if path is None:
                 continue
-            seen = {}  # id -> line, within this file
             count = 0
-            for number, record in read_records(path, RECORD_SCHEMAS[name], self.progress):
+            for number, record in read_records(path, BY_NAME[name].record_schema, self.progress):
                 where = f"{path.name}:{number}"
-                first = seen.setdefault(record["id"], number)
-                if first != number:
+                first = self.ids[name].setdefault(record["id"], where)
+                if first != where:
                     raise CatalogueError(
-                        f"{where}: id: duplicate id {record['id']} (first on line {first})"
+                        f"{where}: id: duplicate id {record['id']} "
+                        f"(first on line {first.rpartition(':')[2]})"
                     )
-                self._accept(name, record, where)
+                getattr(self, f"_accept_{name}")(record, where)
                 count += 1
             self.progress.file_finished(path.name, count)
             counts[name] = count
         for name in SUMMARISED:
-            for record, _ in self.known[name].values():
-                self.builder.add(name, record)
+            for record, where in self.known[name].values():
+                self._write_summarised(name, record)
             counts[name] = len(self.known[name])
-        return counts
+        self._resolve()
+        return counts, self.features
 
-    def _accept(self, resource, record, where):
-        if resource in SUMMARISED:
-            # Written at the end, with the records that summaries create.
-            self.known[resource][record["id"]] = (record, where)
-            return
-        if resource == "party_series":
-            self.party_series_ids.add(record["id"])
-        elif resource == "parties":
-            series = record["party_series"]
-            if series is not None and series not in self.party_series_ids:
-                raise CatalogueError(f"{where}: party_series: no party series with id {series}")
-        elif resource == "productions":
-            for field in ("author_nicks", "author_affiliation_nicks"):
-                for index, nick in enumerate(record[field]):
-                    self._refer("releasers", nick["releaser"], where, f"{field}.{index}.releaser")
-            for field, summarised in (("platforms", "platforms"), ("types", "production_types")):
-                for index, summary in enumerate(record[field]):
-                    self._refer(summarised, summary, where, f"{field}.{index}")
-        self.builder.add(resource, record)
+    # Records of each file.
 
-    def _refer(self, resource, summary, where, field):
-        """Check a nested summary against its record, or create the record from it."""
-        known = self.known[resource].get(summary["id"])
-        if known is None:
-            self.known[resource][summary["id"]] = (summary, where)
-            return
-        record, origin = known
-        for name, value in summary.items():
-            if record[name] != value:
-                raise CatalogueError(
-                    f"{where}: {field}.{name}: {_json(value)} contradicts {origin}, "
-                    f"which has {_json(record[name])} for {resource} id {summary['id']}"
+    def _accept_platforms(self, record, where):
+        self.known["platforms"][record["id"]] = (record, where)
+
+    def _accept_production_types(self, record, where):
+        self.known["production_types"][record["id"]] = (record, where)
+
+    def _accept_releasers(self, record, where):
+        self.known["releasers"][record["id"]] = (record, where)
+        releaser_id = record["id"]
+        for column in ("country_code", "created_at", "updated_at"):
+            if record[column] is not None:
+                self.features.add(f"releasers_{column}")
+        if record["nicks"] is not None:
+            self.given_nicks.add(releaser_id)
+            for position, nick in enumerate(record["nicks"]):
+                self.builder.queue(
+                    tables.releaser_nicks,
+                    {"releaser_id": releaser_id, "position": position, **nick},
                 )
+        if record["member_of"] is not None:
+            self.memberships.give(
+                0,
+                releaser_id,
+                where,
+                self._refer_all("releasers", record["member_of"], "group", where, "member_of"),
+            )
+        if record["members"] is not None or record["subgroups"] is not None:
+            items = []
+            for field, key in (("members", "member"), ("subgroups", "subgroup")):
+                items += self._refer_all("releasers", record[field] or [], key, where, field)
+            self.memberships.give(1, releaser_id, where, items)
+        self._links(tables.releaser_links, "releaser_id", releaser_id, record["external_links"])
 
+    def _refer_all(self, resource, items, key, where, field):
+        result = []
+        for index, item in enumerate(items):
+            other = item[key]["id"]
+            self.references.append((resource, other, where, f"{field}.{index}.{key}"))
+            result.append((other, {name: value for name, value in item.items() if name != key}))
+        return result
 
-class _Builder:
-    """Writes rows into a new database file, then ranks, indexes and labels it."""
+    def _links(self, table, owner, owner_id, items, **more):
+        for position, link in enumerate(items):
+            self.builder.queue(table, {owner: owner_id, "position": position, **more, **link})
 
-    def __init__(self, path):
-        self.engine = create_engine(
-            "sqlite://",
-            creator=lambda: sqlite3.connect(path),
-            json_serializer=lambda value: orjson.dumps(value).decode(),
+    def _accept_party_series(self, record, where):
+        self.builder.queue(
+            tables.party_series,
+            {
+                "id": record["id"],
+                "name": record["name"],
+                "website": record["website"],
+                "name_key": name_key(record["name"]),
+            },
         )
-        self.connection = self.engine.connect()
-        # A new private file: a crash loses only the file, which is then discarded.
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -262144"):
-            self.connection.exec_driver_sql(f"PRAGMA {pragma}")
-        self.connection.commit()
-        self.transaction = self.connection.begin()
-        for table in tables.metadata.sorted_tables:
-            self.connection.execute(CreateTable(table))
-        self.pending = {table: [] for table in tables.metadata.sorted_tables}
+        if record["parties"] is not None:
+            self.series_parties[record["id"]] = (
+                where,
+                [party["id"] for party in record["parties"]],
+            )
 
-    def _queue(self, table, row):
-        rows = self.pending[table]
-        rows.append(row)
-        if len(rows) >= BATCH:
-            self._flush(table)
+    def _accept_parties(self, record, where):
+        party_id = record["id"]
+        series = record["party_series"]
+        if series is not None:
+            if series["id"] not in self.ids["party_series"]:
+                raise CatalogueError(
+                    f"{where}: party_series: no party series with id {series['id']}"
+                )
+            self.party_series[party_id] = series["id"]
+        self.party_names[party_id] = record["name"]
+        row = {
+            name: record[name]
+            for name in (
+                "id",
+                "name",
+                "tagline",
+                "start_date",
+                "end_date",
+                "location",
+                "is_online",
+                "country_code",
+                "latitude",
+                "longitude",
+                "website",
+            )
+        }
+        row.update(
+            name_key=name_key(record["name"]),
+            start_date_key=date_key(record["start_date"]),
+            end_date_key=date_key(record["end_date"]),
+        )
+        self.builder.queue(tables.parties, row)
+        for field, pairs in (("releases", self.releases), ("invitations", self.invitations)):
+            if record[field] is not None:
+                pairs.give(
+                    0,
+                    party_id,
+                    where,
+                    self._refer_all_ids("productions", record[field], where, field),
+                )
+        if record["competitions"] is not None:
+            for position, competition in enumerate(record["competitions"]):
+                field = f"competitions.{position}"
+                self._competition(competition["id"], party_id, competition["name"], where, field)
+                for name in ("platform", "production_type"):
+                    if competition[name] is not None:
+                        summarised = "platforms" if name == "platform" else "production_types"
+                        self._refer(summarised, competition[name], where, f"{field}.{name}")
+                self.builder.queue(
+                    tables.competitions,
+                    {
+                        "id": competition["id"],
+                        "party_id": party_id,
+                        "position": position,
+                        "name": competition["name"],
+                        "shown_date": competition["shown_date"],
+                        "platform_id": (competition["platform"] or {}).get("id"),
+                        "production_type_id": (competition["production_type"] or {}).get("id"),
+                    },
+                )
+                results = []
+                for index, result in enumerate(competition["results"]):
+                    production = result["production"]["id"]
+                    self.references.append(
+                        ("productions", production, where, f"{field}.results.{index}.production")
+                    )
+                    values = {name: result[name] for name in ("position", "ranking", "score")}
+                    results.append((production, values))
+                self.results[competition["id"]] = (where, results)
+        self._links(tables.party_links, "party_id", party_id, record["external_links"])
 
-    def _flush(self, table):
-        rows = self.pending[table]
-        if rows:
-            self.connection.execute(insert(table), rows)
-            rows.clear()
+    def _refer_all_ids(self, resource, items, where, field):
+        result = []
+        for index, item in enumerate(items):
+            self.references.append((resource, item["id"], where, f"{field}.{index}"))
+            result.append((item["id"], None))
+        return result
 
-    def add(self, resource, record):
-        """Write one validated record, with the sort keys computed from it."""
-        if resource == "productions":
-            self._add_production(record)
-            return
-        row = {**record, "name_key": keys.name_key(record["name"])}
-        if resource == "parties":
-            row["party_series_id"] = row.pop("party_series")
-            row["start_date_key"] = keys.date_key(record["start_date"])
-            row["end_date_key"] = keys.date_key(record["end_date"])
-        self._queue(tables.RECORD_TABLES[resource], row)
+    def _competition(self, competition_id, party_id, name, where, field):
+        known = self.competitions.get(competition_id)
+        if known is None:
+            self.competitions[competition_id] = (party_id, name, where)
+            return False
+        if (known[0], known[1]) != (party_id, name):
+            raise CatalogueError(
+                f"{where}: {field}: competition {competition_id} of party {party_id} named "
+                f"{_json(name)} contradicts {known[2]}, which gives party {known[0]} and name "
+                f"{_json(known[1])}"
+            )
+        return True
 
-    def _add_production(self, record):
+    def _accept_bbses(self, record, where):
+        bbs_id = record["id"]
+        self.builder.queue(
+            tables.bbses,
+            {
+                **{
+                    name: record[name]
+                    for name in (
+                        "id",
+                        "name",
+                        "location",
+                        "country_code",
+                        "latitude",
+                        "longitude",
+                        "tags",
+                    )
+                },
+                "name_key": name_key(record["name"]),
+            },
+        )
+        for position, (production, _) in enumerate(
+            self._refer_all_ids("productions", record["bbstros"], where, "bbstros")
+        ):
+            self.builder.queue(
+                tables.bbstros,
+                {"bbs_id": bbs_id, "position": position, "production_id": production},
+            )
+        for position, (releaser, values) in enumerate(
+            self._refer_all("releasers", record["staff"], "releaser", where, "staff")
+        ):
+            self.builder.queue(
+                tables.bbs_staff,
+                {"bbs_id": bbs_id, "position": position, "releaser_id": releaser, **values},
+            )
+        for position, (group, values) in enumerate(
+            self._refer_all("releasers", record["affiliations"], "group", where, "affiliations")
+        ):
+            self.builder.queue(
+                tables.bbs_affiliations,
+                {"bbs_id": bbs_id, "position": position, "group_id": group, **values},
+            )
+
+    def _accept_productions(self, record, where):
         production_id = record["id"]
-        self._queue(
+        for column in ("created_at", "updated_at"):
+            if record[column] is not None:
+                self.features.add(f"productions_{column}")
+        title_key = sortable_title(record["title"])
+        self.production_keys[production_id] = title_key
+        self.builder.queue(
             tables.productions,
             {
                 "id": production_id,
@@ -270,9 +464,12 @@ class _Builder:
                 "release_date": record["release_date"],
                 "supertype": record["supertype"],
                 "tags": record["tags"],
-                "sortable_title": keys.sortable_title(record["title"]),
+                "created_at": _timestamp(record["created_at"]),
+                "updated_at": _timestamp(record["updated_at"]),
+                "sortable_title": title_key,
                 "title_key": record["title"].lower(),
-                "release_date_key": keys.date_key(record["release_date"]),
+                "release_date_key": date_key(record["release_date"]),
+                "has_screenshot": bool(record["screenshots"]),
             },
         )
         for role, field in (
@@ -280,7 +477,8 @@ class _Builder:
             ("affiliation", "author_affiliation_nicks"),
         ):
             for position, nick in enumerate(record[field]):
-                self._queue(
+                self._nick(nick, where, f"{field}.{position}")
+                self.builder.queue(
                     tables.production_nicks,
                     {
                         "production_id": production_id,
@@ -291,64 +489,378 @@ class _Builder:
                         "releaser_id": nick["releaser"]["id"],
                     },
                 )
-        for position, platform in enumerate(record["platforms"]):
-            self._queue(
-                tables.production_platforms,
+        for field, summarised, table, column in (
+            ("platforms", "platforms", tables.production_platforms, "platform_id"),
+            ("types", "production_types", tables.production_type_links, "production_type_id"),
+        ):
+            for position, summary in enumerate(record[field]):
+                self._refer(summarised, summary, where, f"{field}.{position}")
+                self.builder.queue(
+                    table,
+                    {"production_id": production_id, "position": position, column: summary["id"]},
+                )
+        for position, credit in enumerate(record["credits"]):
+            nick = credit["nick"]
+            self._nick(nick, where, f"credits.{position}.nick")
+            self.builder.queue(
+                tables.credits,
                 {
                     "production_id": production_id,
                     "position": position,
-                    "platform_id": platform["id"],
+                    "name": nick["name"],
+                    "abbreviation": nick["abbreviation"],
+                    "releaser_id": nick["releaser"]["id"],
+                    "category": credit["category"],
+                    "role": credit["role"],
                 },
             )
-        for position, production_type in enumerate(record["types"]):
-            self._queue(
-                tables.production_type_links,
+        position = 0
+        for field, is_download in (("download_links", True), ("external_links", False)):
+            for link in record[field]:
+                self.builder.queue(
+                    tables.production_links,
+                    {
+                        "production_id": production_id,
+                        "position": position,
+                        "is_download": is_download,
+                        **link,
+                    },
+                )
+                position += 1
+        for position, screenshot in enumerate(record["screenshots"]):
+            self.builder.queue(
+                tables.screenshots,
+                {"production_id": production_id, "position": position, **screenshot},
+            )
+        for field, pairs in (
+            ("release_parties", self.releases),
+            ("invitation_parties", self.invitations),
+        ):
+            if record[field] is not None:
+                pairs.give(
+                    1,
+                    production_id,
+                    where,
+                    self._refer_all_ids("parties", record[field], where, field),
+                )
+        if record["competition_placings"] is not None:
+            placings = []
+            for index, placing in enumerate(record["competition_placings"]):
+                field = f"competition_placings.{index}.competition"
+                competition = placing["competition"]
+                party = competition["party"]["id"]
+                if party not in self.ids["parties"]:
+                    raise CatalogueError(f"{where}: {field}.party: no party with id {party}")
+                if not self._competition(
+                    competition["id"], party, competition["name"], where, field
+                ):
+                    self.builder.queue(  # known only from this placing
+                        tables.competitions,
+                        {
+                            "id": competition["id"],
+                            "party_id": party,
+                            "position": None,
+                            "name": competition["name"],
+                            "shown_date": None,
+                            "platform_id": None,
+                            "production_type_id": None,
+                        },
+                    )
+                values = {name: placing[name] for name in ("position", "ranking", "score")}
+                placings.append((competition["id"], values))
+            self.placings[production_id] = (where, placings)
+
+    def _nick(self, nick, where, field):
+        self._refer("releasers", nick["releaser"], where, f"{field}.releaser")
+        self.used_nicks.append(
+            (nick["releaser"]["id"], nick["name"], nick["abbreviation"], where, field)
+        )
+
+    def _refer(self, resource, summary, where, field):
+        """Check a nested summary against its record, or create the record from it."""
+        known = self.known[resource].get(summary["id"])
+        if known is None:
+            if len(summary) == 1:  # a bare id: the record must exist somewhere
+                self.references.append((resource, summary["id"], where, field))
+                return
+            self.known[resource][summary["id"]] = (summary, where)
+            return
+        record, origin = known
+        for name, value in summary.items():
+            if record.get(name, value) != value:
+                raise CatalogueError(
+                    f"{where}: {field}.{name}: {_json(value)} contradicts {origin}, "
+                    f"which has {_json(record[name])} for {resource} id {summary['id']}"
+                )
+
+    def _write_summarised(self, name, record):
+        if name == "releasers":
+            self.releaser_is_group[record["id"]] = record["is_group"]
+            row = {
+                "id": record["id"],
+                "name": record["name"],
+                "is_group": record["is_group"],
+                "country_code": record.get("country_code"),
+                "created_at": _timestamp(record.get("created_at")),
+                "updated_at": _timestamp(record.get("updated_at")),
+            }
+        elif name == "platforms":
+            row = {"id": record["id"], "name": record["name"]}
+        else:
+            row = {"id": record["id"], "name": record["name"], "supertype": record["supertype"]}
+        row["name_key"] = name_key(record["name"])
+        self.builder.queue(tables.RECORD_TABLES[name], row)
+
+    # What can only be checked once every file is read.
+
+    def _exists(self, resource, record_id):
+        if resource in SUMMARISED:
+            return record_id in self.known[resource]
+        return record_id in self.ids[resource]
+
+    def _resolve(self):
+        singular = {
+            "releasers": "releaser",
+            "productions": "production",
+            "parties": "party",
+            "platforms": "platform",
+            "production_types": "production type",
+        }
+        for resource, record_id, where, field in self.references:
+            if not self._exists(resource, record_id):
+                raise CatalogueError(
+                    f"{where}: {field}: no {singular[resource]} with id {record_id}"
+                )
+        self._resolve_nicks()
+        self._resolve_memberships()
+        for pairs, table in (
+            (self.releases, tables.party_releases),
+            (self.invitations, tables.party_invitations),
+        ):
+            for party, production, _, party_position, production_position in pairs.resolve(
+                (
+                    "releases" if pairs is self.releases else "invitations",
+                    "release_parties" if pairs is self.releases else "invitation_parties",
+                ),
+                self._release_order,
+            ):
+                self.builder.queue(
+                    table,
+                    {
+                        "party_id": party,
+                        "production_id": production,
+                        "party_position": party_position,
+                        "production_position": production_position,
+                    },
+                )
+        self._resolve_placings()
+        self._resolve_series()
+
+    def _release_order(self, side, owner, keys):
+        if side == 0:  # a party's releases: by production title, as the upstream orders them
+            return sorted(keys, key=lambda key: (self.production_keys[key[1]], key[1]))
+        return sorted(keys, key=lambda key: (self.party_names[key[0]], key[0]))
+
+    def _resolve_nicks(self):
+        derived = {}
+        given = {}
+        for releaser_id, name, abbreviation, where, field in self.used_nicks:
+            if releaser_id in self.given_nicks:
+                given.setdefault(releaser_id, []).append((name, abbreviation, where, field))
+            else:
+                first = derived.setdefault(releaser_id, {}).setdefault(
+                    name, (abbreviation, where, field)
+                )
+                if first[0] != abbreviation:
+                    raise CatalogueError(
+                        f"{where}: {field}.abbreviation: {_json(abbreviation)} contradicts "
+                        f"{first[1]} ({first[2]}), which gives nick {_json(name)} of releaser "
+                        f"{releaser_id} the abbreviation {_json(first[0])}"
+                    )
+        self.builder.flush(tables.releaser_nicks)
+        if given:
+            known = {}
+            for releaser_id, name, abbreviation in self.builder.connection.execute(
+                tables.releaser_nicks.select().with_only_columns(
+                    tables.releaser_nicks.c.releaser_id,
+                    tables.releaser_nicks.c.name,
+                    tables.releaser_nicks.c.abbreviation,
+                )
+            ):
+                known[(releaser_id, name)] = abbreviation
+            for releaser_id, uses in given.items():
+                for name, abbreviation, where, field in uses:
+                    if known.get((releaser_id, name)) != abbreviation:
+                        raise CatalogueError(
+                            f"{where}: {field}: nick {_json(name)} ({_json(abbreviation)}) is not "
+                            f"a nick of releaser {releaser_id}"
+                        )
+        for releaser_id, (record, _) in self.known["releasers"].items():
+            if releaser_id in self.given_nicks:
+                continue
+            nicks = {name: used[0] for name, used in derived.get(releaser_id, {}).items()}
+            nicks.setdefault(record["name"], "")
+            for position, name in enumerate(sorted(nicks)):
+                self.builder.queue(
+                    tables.releaser_nicks,
+                    {
+                        "releaser_id": releaser_id,
+                        "position": position,
+                        "name": name,
+                        "abbreviation": nicks[name],
+                        "variants": [],
+                    },
+                )
+
+    def _resolve_memberships(self):
+        for member, group, values, member_position, group_position in self.memberships.resolve(
+            ("member_of", "members"),
+            # Not given: by the other releaser's id (the upstream fixes no order).
+            lambda side, owner, keys: sorted(keys, key=lambda key: key[1 - side]),
+        ):
+            self.builder.queue(
+                tables.memberships,
                 {
-                    "production_id": production_id,
-                    "position": position,
-                    "production_type_id": production_type["id"],
+                    "member_id": member,
+                    "group_id": group,
+                    "is_current": values["is_current"],
+                    "member_position": member_position,
+                    "group_position": group_position,
                 },
             )
 
-    def finish(self, counts):
-        for table in self.pending:
-            self._flush(table)
-        for resource in tables.RECORD_TABLES:
-            self._rank(resource)
-        for index in tables.INDEXES:
-            index.create(self.connection)
-        now = datetime.datetime.now(datetime.timezone.utc)
-        self.connection.execute(
-            insert(tables.catalogue_info),
-            {"version": uuid.uuid4().hex, "loaded_at": now.strftime("%Y-%m-%dT%H:%M:%SZ")},
-        )
-        self.connection.execute(
-            insert(tables.record_counts),
-            [{"resource": name, "count": counts.get(name, 0)} for name in tables.RECORD_TABLES],
-        )
-        # No ANALYZE: without statistics SQLite plans every query as for a large table,
-        # so plans do not change with the size of the catalogue.
-        self.transaction.commit()
+    def _resolve_placings(self):
+        rows = {}  # (competition, production) -> [values, result position, production position]
+        for competition, (where, results) in self.results.items():
+            for position, (production, values) in enumerate(results):
+                rows[(competition, production)] = [values, position, None, where]
+        for production, (where, placings) in self.placings.items():
+            for position, (competition, values) in enumerate(placings):
+                entry = rows.get((competition, production))
+                if entry is None:
+                    if competition in self.results:
+                        raise CatalogueError(
+                            f"{where}: competition_placings.{position}: competition {competition} "
+                            f"does not list production {production} in its results "
+                            f"({self.results[competition][0]})"
+                        )
+                    entry = rows[(competition, production)] = [values, None, None, where]
+                elif entry[0] != values:
+                    raise CatalogueError(
+                        f"{where}: competition_placings.{position}: {_json(values)} contradicts "
+                        f"{entry[3]}, which has {_json(entry[0])}"
+                    )
+                entry[2] = position
+        for (competition, production), entry in rows.items():
+            if entry[2] is None and production in self.placings:
+                raise CatalogueError(
+                    f"{entry[3]}: competitions: production {production} is placed in competition "
+                    f"{competition}, but {self.placings[production][0]} does not list it in "
+                    "competition_placings"
+                )
+        by_competition, by_production = {}, {}
+        for key, entry in rows.items():
+            by_competition.setdefault(key[0], []).append(key)
+            by_production.setdefault(key[1], []).append(key)
+        for keys in by_competition.values():
+            if rows[keys[0]][1] is None:  # only the productions gave them: by position
+                ordered = sorted(
+                    keys,
+                    key=lambda key: (
+                        rows[key][0]["position"] is None,
+                        rows[key][0]["position"] or 0,
+                        key[1],
+                    ),
+                )
+                for position, key in enumerate(ordered):
+                    rows[key][1] = position
+        for keys in by_production.values():
+            # Not given: by competition id (the upstream fixes no order).
+            for position, key in enumerate(sorted(keys)):
+                if rows[key][2] is None:
+                    rows[key][2] = position
+        best = {}
+        for (competition, production), (
+            values,
+            result_position,
+            production_position,
+            _,
+        ) in rows.items():
+            self.builder.queue(
+                tables.placings,
+                {
+                    "competition_id": competition,
+                    "production_id": production,
+                    "result_position": result_position,
+                    "production_position": production_position,
+                    **values,
+                },
+            )
+            if values["position"] is not None:
+                best[production] = min(best.get(production, values["position"]), values["position"])
+        self._pending_best = best
 
-    def _rank(self, resource):
-        """Fill every ``rank_<key>`` column: the row's position in that key's order."""
-        table = tables.RECORD_TABLES[resource]
-        sort_keys = ordering.KEYS[resource]
-        positions = select(
-            table.c.id,
-            *(
-                func.row_number()
-                .over(order_by=ordering.rank_order(resource, name))
-                .label(f"rank_{name}")
-                for name in sort_keys
-            ),
-        ).subquery()
-        self.connection.execute(
-            update(table)
-            .values({key.rank: positions.c[key.rank.name] for key in sort_keys.values()})
-            .where(table.c.id == positions.c.id)
+    def _resolve_series(self):
+        for series_id, (where, parties) in self.series_parties.items():
+            for index, party in enumerate(parties):
+                if party not in self.ids["parties"]:
+                    raise CatalogueError(f"{where}: parties.{index}: no party with id {party}")
+                given = self.party_series.get(party)
+                if given is not None and given != series_id:
+                    raise CatalogueError(
+                        f"{where}: parties.{index}: party {party} belongs to party series {given} "
+                        f"({self.ids['parties'][party]})"
+                    )
+        series_of = dict(self.party_series)
+        positions = {}
+        for series_id, (_, parties) in self.series_parties.items():
+            for position, party in enumerate(parties):
+                series_of[party] = series_id
+                positions[party] = position
+        by_series = {}
+        for party, series_id in series_of.items():
+            if party not in positions:
+                if series_id in self.series_parties:
+                    raise CatalogueError(
+                        f"{self.ids['parties'][party]}: party_series: party series {series_id} "
+                        f"({self.series_parties[series_id][0]}) does not list party {party}"
+                    )
+                by_series.setdefault(series_id, []).append(party)
+        for parties in by_series.values():  # by name, as the upstream orders them
+            for position, party in enumerate(
+                sorted(parties, key=lambda p: (self.party_names[p], p))
+            ):
+                positions[party] = position
+        self.builder.flush()
+        connection = self.builder.connection
+        statement = (
+            tables.parties.update()
+            .where(tables.parties.c.id == _param("party"))
+            .values(party_series_id=_param("series"), series_position=_param("position"))
         )
+        updates = [
+            {"party": party, "series": series_of[party], "position": positions[party]}
+            for party in series_of
+        ]
+        if updates:
+            connection.execute(statement, updates)
+        best_statement = (
+            tables.productions.update()
+            .where(tables.productions.c.id == _param("production"))
+            .values(best_placing=_param("best"))
+        )
+        updates = [{"production": key, "best": value} for key, value in self._pending_best.items()]
+        if updates:
+            connection.execute(best_statement, updates)
 
-    def close(self):
-        self.connection.close()
-        self.engine.dispose()
+
+def _param(name):
+    from sqlalchemy import bindparam
+
+    return bindparam(name)
+
+
+def _timestamp(value):
+    from ..shared import timestamp_key
+
+    return None if value is None else timestamp_key(value)

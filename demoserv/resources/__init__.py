@@ -1,4 +1,6 @@
-"""One module per resource, each exposing its blueprint as ``bp``."""
+"""The registry of resources: one module per resource, each declaring it whole. Every
+list of resources elsewhere (the API root, the blueprints, OPTIONS, the OpenAPI document,
+the loader's order, the exporter) is derived from ``RESOURCES``."""
 
 from . import (
     bbses,
@@ -11,22 +13,19 @@ from . import (
     root,
 )
 
-RESOURCES = [
-    party_series.resource,
-    platforms.resource,
-    bbses.resource,
-    parties.resource,
-    productions.resource,
-    releasers.resource,
-    production_types.resource,
+# In the API root's order.
+MODULES = [party_series, platforms, bbses, parties, productions, releasers, production_types]
+RESOURCES = [module.resource for module in MODULES]
+BY_NAME = {resource.name: resource for resource in RESOURCES}
+BLUEPRINTS = [root.bp, *(module.bp for module in MODULES)]
+# Load order: what a record refers to is read before it, so that summaries can be checked.
+LOAD_ORDER = [
+    "platforms",
+    "production_types",
+    "releasers",
+    "party_series",
+    "parties",
+    "bbses",
+    "productions",
 ]
-BLUEPRINTS = [
-    root.bp,
-    party_series.bp,
-    platforms.bp,
-    bbses.bp,
-    parties.bp,
-    productions.bp,
-    releasers.bp,
-    production_types.bp,
-]
+assert sorted(LOAD_ORDER) == sorted(BY_NAME), "every resource has its place in the load order"

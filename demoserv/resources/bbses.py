@@ -1,9 +1,19 @@
-"""Bulletin board systems."""
+"""Bulletin board systems, with their BBStros, staff and affiliated groups."""
 
 from marshmallow import Schema, fields
+from sqlalchemy import bindparam, select
 
-from .. import tables
-from .common import Resource, record_url, service_url
+from .. import filters, records, tables
+from .base import (
+    ProductionSchema,
+    ReleaserNameSchema,
+    Resource,
+    nested_list,
+    record_url,
+    service_url,
+)
+
+IDS = bindparam("ids", expanding=True)
 
 
 class BBSSchema(Schema):
@@ -17,13 +27,128 @@ class BBSSchema(Schema):
     tags = fields.List(fields.String())
 
 
+class StaffSchema(Schema):
+    releaser = fields.Nested(ReleaserNameSchema)
+    role = fields.String()
+    is_current = fields.Boolean()
+
+
+class AffiliationSchema(Schema):
+    group = fields.Nested(ReleaserNameSchema)
+    role = fields.String()
+
+
+class BBSDetailSchema(BBSSchema):
+    country_code = fields.String()
+    bbstros = nested_list(ProductionSchema)
+    staff = nested_list(StaffSchema)
+    affiliations = nested_list(AffiliationSchema)
+
+    class Meta:
+        fields = (
+            "url",
+            "service_url",
+            "id",
+            "name",
+            "location",
+            "country_code",
+            "latitude",
+            "longitude",
+            "bbstros",
+            "staff",
+            "affiliations",
+            "tags",
+        )
+
+
+class StaffRecord(records.RecordSchema):
+    releaser = records.Reference(required=True)
+    role = records.text()
+    is_current = records.StrictBoolean(required=True)
+
+
+class AffiliationRecord(records.RecordSchema):
+    group = records.Reference(required=True)
+    role = records.text()
+
+
+class BBSRecord(records.RecordSchema):
+    id = records.id_field()
+    name = records.text()
+    location = records.text()
+    country_code = records.country_code(load_default="")
+    latitude = records.coordinate(90)
+    longitude = records.coordinate(180)
+    tags = records.tags()
+    bbstros = records.optional_list(records.Reference())
+    staff = records.optional_list(fields.Nested(StaffRecord))
+    affiliations = records.optional_list(fields.Nested(AffiliationRecord))
+
+
+def _owned(table):
+    return select(table).where(table.c.bbs_id.in_(IDS)).order_by(table.c.bbs_id, table.c.position)
+
+
+BBSTROS, STAFF, AFFILIATIONS = (
+    _owned(tables.bbstros),
+    _owned(tables.bbs_staff),
+    _owned(tables.bbs_affiliations),
+)
+
+
 class BBSes(Resource):
     name = "bbses"
-    table = tables.bbses
-    schema = BBSSchema()
     title = "BBS"
     description = "Bulletin board systems of the demoscene."
+    table = tables.bbses
+    details_table = tables.bbses_details
+    filters = (
+        filters.NameEquals("name", "Only BBSes with this name (exact, case-insensitive)."),
+        filters.CountryCode("country_code", "Only BBSes in this country (two letters, any case)."),
+    )
+    schema = BBSSchema()
+    detail_schema = BBSDetailSchema()
+    record_schema = BBSRecord()
+
+    def complete_detail(self, build, rows):
+        by_id = {}
+        for row in rows:
+            row.update(bbstros=[], staff=[], affiliations=[])
+            by_id[row["id"]] = row
+        ids = list(by_id)
+        bbstros = build.rows(BBSTROS, ids)
+        staff = build.rows(STAFF, ids)
+        affiliations = build.rows(AFFILIATIONS, ids)
+        productions = build.records("productions", {row["production_id"] for row in bbstros})
+        releasers = build.records(
+            "releasers",
+            {row["releaser_id"] for row in staff} | {row["group_id"] for row in affiliations},
+        )
+        for row in bbstros:
+            by_id[row["bbs_id"]]["bbstros"].append(productions[row["production_id"]])
+        for row in staff:
+            by_id[row["bbs_id"]]["staff"].append(
+                {
+                    "releaser": releasers[row["releaser_id"]],
+                    "role": row["role"],
+                    "is_current": row["is_current"],
+                }
+            )
+        for row in affiliations:
+            by_id[row["bbs_id"]]["affiliations"].append(
+                {"group": releasers[row["group_id"]], "role": row["role"]}
+            )
 
 
 resource = BBSes()
-bp = resource.blueprint()
+
+
+def bbs_list():
+    return resource.answer_list()
+
+
+def bbs_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+bp = resource.blueprint(bbs_list, bbs_detail)

@@ -1,16 +1,60 @@
 """Party series: the recurring events that parties are editions of."""
 
-from .. import tables
-from .common import PartySeriesSchema, Resource
+from sqlalchemy import bindparam, select
+
+from .. import filters, records, tables
+from .base import PartySchema, PartySeriesSchema, Resource, nested_list
+
+PARTIES = (
+    select(tables.parties.c.party_series_id, tables.parties.c.id)
+    .where(tables.parties.c.party_series_id.in_(bindparam("ids", expanding=True)))
+    .order_by(tables.parties.c.party_series_id, tables.parties.c.series_position)
+)
+
+
+class PartySeriesDetailSchema(PartySeriesSchema):
+    parties = nested_list(PartySchema)
+
+
+class PartySeriesRecord(records.RecordSchema):
+    id = records.id_field()
+    name = records.text()
+    website = records.text()
+    parties = records.relation(records.Reference())
 
 
 class PartySeries(Resource):
     name = "party_series"
-    table = tables.party_series
-    schema = PartySeriesSchema()
     title = "Party Series"
     description = "Recurring demoparties, such as Assembly or Revision."
+    table = tables.party_series
+    details_table = tables.party_series_details
+    filters = (
+        filters.NameEquals("name", "Only party series with this name (exact, case-insensitive)."),
+    )
+    schema = PartySeriesSchema()
+    detail_schema = PartySeriesDetailSchema()
+    record_schema = PartySeriesRecord()
+
+    def complete_detail(self, build, rows):
+        by_id = {row["id"]: row for row in rows}
+        for row in rows:
+            row["parties"] = []
+        links = build.rows(PARTIES, list(by_id))
+        parties = build.records("parties", {row["id"] for row in links})
+        for row in links:
+            by_id[row["party_series_id"]]["parties"].append(parties[row["id"]])
 
 
 resource = PartySeries()
-bp = resource.blueprint()
+
+
+def party_series_list():
+    return resource.answer_list()
+
+
+def party_series_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+bp = resource.blueprint(party_series_list, party_series_detail)

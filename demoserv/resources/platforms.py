@@ -1,17 +1,31 @@
 """Platforms: computer and console systems and software environments, one page."""
 
-from .. import tables
-from .common import PlatformSchema, Resource
+from .. import filters, records, tables
+from .base import PlatformSchema, Resource
 
 
 class Platforms(Resource):
     name = "platforms"
-    table = tables.platforms
-    schema = PlatformSchema()
     title = "Platform"
     description = "Computer and console systems and software environments."
+    table = tables.platforms
+    filters = (
+        filters.NameEquals("name", "Only platforms with this name (exact, case-insensitive)."),
+    )
+    schema = PlatformSchema()
+    record_schema = records.PlatformRecord()
     paged = False
 
 
 resource = Platforms()
-bp = resource.blueprint()
+
+
+def platform_list():
+    return resource.answer_list()
+
+
+def platform_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+bp = resource.blueprint(platform_list, platform_detail)

@@ -1,16 +1,32 @@
 """Production types: Demo, Intro, Tracked Music, Graphics, ... each with its supertype."""
 
-from .. import tables
-from .common import ProductionTypeSchema, Resource
+from .. import filters, records, tables
+from .base import ProductionTypeSchema, Resource
 
 
 class ProductionTypes(Resource):
     name = "production_types"
-    table = tables.production_types
-    schema = ProductionTypeSchema()
     title = "Production Type"
     description = "Kinds of production, each of supertype production, music or graphics."
+    table = tables.production_types
+    filters = (
+        filters.NameEquals(
+            "name", "Only production types with this name (exact, case-insensitive)."
+        ),
+    )
+    schema = ProductionTypeSchema()
+    record_schema = records.ProductionTypeRecord()
 
 
 resource = ProductionTypes()
-bp = resource.blueprint()
+
+
+def production_type_list():
+    return resource.answer_list()
+
+
+def production_type_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+bp = resource.blueprint(production_type_list, production_type_detail)

@@ -1,187 +1,380 @@
-"""Productions: demos, intros, music, graphics, ... with their authors, platforms and
-types. The nested records of a page are fetched with one query per relation."""
+"""Productions: demos, intros, music, graphics, ... with their authors, platforms, types,
+credits, links, screenshots, parties and competition placings."""
 
-from flask import current_app, request
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 from sqlalchemy import bindparam, select
 
-from .. import tables
-from ..db import get_connection
-from ..errors import APIError
-from ..links import site_url
-from ..rendering import JSON_TYPE, last_arg
-from .common import (
-    MAX_ID,
-    SECTIONS,
-    URL,
+from .. import filters, records, tables
+from .base import (
+    LinkSchema,
     NickSchema,
-    PlatformSchema,
-    ProductionTypeSchema,
+    PartySchema,
+    ProductionSchema,
     Resource,
-    add_view,
-    dumper,
-    parse_fields,
-    record_url,
+    nested_list,
 )
 
+IDS = bindparam("ids", expanding=True)
 
-class ProductionSchema(Schema):
-    url = record_url("productions")
-    service_url = fields.Function(
-        lambda record: site_url(f"/{SECTIONS[record['supertype']]}/{record['id']}/"),
-        metadata={**URL, "description": "The production's page on the public site."},
-    )
+
+class CreditSchema(Schema):
+    nick = fields.Nested(NickSchema)
+    category = fields.String()
+    role = fields.String()
+
+
+class CompetitionSummarySchema(Schema):
     id = fields.Integer()
-    title = fields.String()
-    author_nicks = fields.List(fields.Nested(NickSchema))
-    author_affiliation_nicks = fields.List(fields.Nested(NickSchema))
-    release_date = fields.String(allow_none=True)
-    supertype = fields.String()
-    platforms = fields.List(fields.Nested(PlatformSchema))
-    types = fields.List(fields.Nested(ProductionTypeSchema))
-    tags = fields.List(fields.String())
+    name = fields.String()
+    party = fields.Nested(PartySchema)
 
 
-NICK_LISTS = {"author": "author_nicks", "affiliation": "author_affiliation_nicks"}
-BATCH = 5000  # ids per query, well within SQLite's limit on parameters
+class PlacingSchema(Schema):
+    position = fields.Integer(allow_none=True)
+    ranking = fields.String()
+    score = fields.String()
+    competition = fields.Nested(CompetitionSummarySchema)
 
 
-def _relation_statements():
-    """The three statements that fetch a page's nested records, built once; each takes
-    the page's production ids as ``ids``."""
-    ids = bindparam("ids", expanding=True)
-    nicks, releasers = tables.production_nicks, tables.releasers
-    nick_statement = (
+class ScreenshotSchema(Schema):
+    original_url = fields.String()
+    original_width = fields.Integer(allow_none=True)
+    original_height = fields.Integer(allow_none=True)
+    standard_url = fields.String()
+    standard_width = fields.Integer(allow_none=True)
+    standard_height = fields.Integer(allow_none=True)
+    thumbnail_url = fields.String()
+    thumbnail_width = fields.Integer(allow_none=True)
+    thumbnail_height = fields.Integer(allow_none=True)
+
+
+class ProductionDetailSchema(ProductionSchema):
+    credits = nested_list(CreditSchema)
+    download_links = nested_list(LinkSchema)
+    external_links = nested_list(LinkSchema)
+    release_parties = nested_list(PartySchema)
+    competition_placings = nested_list(PlacingSchema)
+    invitation_parties = nested_list(PartySchema)
+    screenshots = nested_list(ScreenshotSchema)
+
+    class Meta:
+        ordered = True
+        fields = (
+            "url",
+            "service_url",
+            "id",
+            "title",
+            "author_nicks",
+            "author_affiliation_nicks",
+            "release_date",
+            "supertype",
+            "platforms",
+            "types",
+            "credits",
+            "download_links",
+            "external_links",
+            "release_parties",
+            "competition_placings",
+            "invitation_parties",
+            "screenshots",
+            "tags",
+        )
+
+
+class CreditRecord(records.RecordSchema):
+    nick = fields.Nested(records.NickRecord, required=True)
+    category = records.text()
+    role = records.text()
+
+
+def _size():
+    return records.StrictInteger(
+        required=True, allow_none=True, validate=validate.Range(0, 2**31 - 1)
+    )
+
+
+class ScreenshotRecord(records.RecordSchema):
+    original_url = records.text()
+    original_width = _size()
+    original_height = _size()
+    standard_url = records.text()
+    standard_width = _size()
+    standard_height = _size()
+    thumbnail_url = records.text()
+    thumbnail_width = _size()
+    thumbnail_height = _size()
+
+
+class CompetitionSummaryRecord(records.RecordSchema):
+    id = records.id_field()
+    name = records.text()
+    party = records.Reference(required=True)
+
+
+class PlacingRecord(records.RecordSchema):
+    position = records.StrictInteger(required=True, allow_none=True)
+    ranking = records.text()
+    score = records.text()
+    competition = fields.Nested(CompetitionSummaryRecord, required=True)
+
+
+class ProductionRecord(records.RecordSchema):
+    id = records.id_field()
+    title = records.text()
+    author_nicks = fields.List(fields.Nested(records.NickRecord), required=True)
+    author_affiliation_nicks = fields.List(fields.Nested(records.NickRecord), required=True)
+    release_date = records.partial_date(allow_none=True)
+    supertype = records.supertype()
+    platforms = fields.List(records.Reference(records.PlatformRecord()), required=True)
+    types = fields.List(records.Reference(records.ProductionTypeRecord()), required=True)
+    credits = records.optional_list(fields.Nested(CreditRecord))
+    download_links = records.optional_list(fields.Nested(records.LinkRecord))
+    external_links = records.optional_list(fields.Nested(records.LinkRecord))
+    release_parties = records.relation(records.Reference())
+    competition_placings = records.relation(fields.Nested(PlacingRecord))
+    invitation_parties = records.relation(records.Reference())
+    screenshots = records.optional_list(fields.Nested(ScreenshotRecord))
+    tags = records.tags()
+    created_at = records.timestamp()
+    updated_at = records.timestamp()
+
+
+def _nicks_statement(table, *more):
+    releasers = tables.releasers
+    return (
         select(
-            nicks.c.production_id,
-            nicks.c.role,
-            nicks.c.name,
-            nicks.c.abbreviation,
-            releasers.c.id,
-            releasers.c.name,
+            table.c.production_id,
+            *more,
+            table.c.name,
+            table.c.abbreviation,
+            releasers.c.id.label("releaser_id"),
+            releasers.c.name.label("releaser_name"),
             releasers.c.is_group,
         )
-        .join(releasers, releasers.c.id == nicks.c.releaser_id)
-        .where(nicks.c.production_id.in_(ids))
-        .order_by(nicks.c.production_id, nicks.c.role, nicks.c.position)
+        .join(releasers, releasers.c.id == table.c.releaser_id)
+        .where(table.c.production_id.in_(IDS))
+        .order_by(table.c.production_id, *more, table.c.position)
     )
-    summaries = []
-    for field, link, key, target, names in (
-        ("platforms", tables.production_platforms, "platform_id", tables.platforms, ("id", "name")),
-        (
-            "types",
-            tables.production_type_links,
-            "production_type_id",
-            tables.production_types,
-            ("id", "name", "supertype"),
-        ),
-    ):
-        statement = (
-            select(link.c.production_id, *(target.c[name] for name in names))
-            .join(target, target.c.id == link.c[key])
-            .where(link.c.production_id.in_(ids))
-            .order_by(link.c.production_id, link.c.position)
-        )
-        summaries.append((field, names, statement))
-    return nick_statement, summaries
 
 
-NICK_STATEMENT, SUMMARY_STATEMENTS = _relation_statements()
+def _nick(row):
+    return {
+        "name": row["name"],
+        "abbreviation": row["abbreviation"],
+        "releaser": {
+            "id": row["releaser_id"],
+            "name": row["releaser_name"],
+            "is_group": row["is_group"],
+        },
+    }
 
 
-def attach_relations(connection, rows):
-    """Give each production row its nicks, platforms and types, in loaded order."""
-    by_id = {}
-    for row in rows:
-        row.update(author_nicks=[], author_affiliation_nicks=[], platforms=[], types=[])
-        by_id[row["id"]] = row
-    ids = {"ids": list(by_id)}
+def _linked(link, owner, target, position):
+    return (
+        select(link.c[owner], link.c[target])
+        .where(link.c[owner].in_(IDS))
+        .order_by(link.c[owner], link.c[position])
+    )
 
-    for (
-        production_id,
-        role,
-        name,
-        abbreviation,
-        releaser_id,
-        releaser_name,
-        is_group,
-    ) in connection.execute(NICK_STATEMENT, ids).all():
-        by_id[production_id][NICK_LISTS[role]].append(
-            {
-                "name": name,
-                "abbreviation": abbreviation,
-                "releaser": {"id": releaser_id, "name": releaser_name, "is_group": is_group},
-            }
-        )
-    for field, names, statement in SUMMARY_STATEMENTS:
-        for production_id, *values in connection.execute(statement, ids).all():
-            by_id[production_id][field].append(dict(zip(names, values)))
+
+NICKS = _nicks_statement(tables.production_nicks, tables.production_nicks.c.role)
+CREDITS = (
+    _nicks_statement(
+        tables.credits, tables.credits.c.category.label("category"), tables.credits.c.role
+    )
+    .order_by(None)
+    .order_by(tables.credits.c.production_id, tables.credits.c.position)
+)
+PLATFORMS = _linked(tables.production_platforms, "production_id", "platform_id", "position")
+TYPES = _linked(tables.production_type_links, "production_id", "production_type_id", "position")
+LINKS = (
+    select(tables.production_links)
+    .where(tables.production_links.c.production_id.in_(IDS))
+    .order_by(tables.production_links.c.production_id, tables.production_links.c.position)
+)
+RELEASE_PARTIES = _linked(tables.party_releases, "production_id", "party_id", "production_position")
+INVITATION_PARTIES = _linked(
+    tables.party_invitations, "production_id", "party_id", "production_position"
+)
+PLACINGS = (
+    select(
+        tables.placings.c.production_id,
+        tables.placings.c.position,
+        tables.placings.c.ranking,
+        tables.placings.c.score,
+        tables.competitions.c.id,
+        tables.competitions.c.name,
+        tables.competitions.c.party_id,
+    )
+    .join(tables.competitions, tables.competitions.c.id == tables.placings.c.competition_id)
+    .where(tables.placings.c.production_id.in_(IDS))
+    .order_by(tables.placings.c.production_id, tables.placings.c.production_position)
+)
+SCREENSHOTS = (
+    select(tables.screenshots)
+    .where(tables.screenshots.c.production_id.in_(IDS))
+    .order_by(tables.screenshots.c.production_id, tables.screenshots.c.position)
+)
 
 
 class Productions(Resource):
     name = "productions"
-    table = tables.productions
-    schema = ProductionSchema()
     title = "Production"
     description = "Demos, intros, music, graphics and other productions of the demoscene."
+    table = tables.productions
+    details_table = tables.productions_details
+    keys = {
+        "id": "id",
+        "sortable_title": "sortable_title",
+        "release_date_date": "release_date_key",
+        "supertype": "supertype",
+    }
+    default_key = "sortable_title"
+    filters = (
+        filters.TitleEquals("title", "Only productions with this title (exact, case-insensitive)."),
+        filters.LinkedTo(
+            "platform",
+            "Only productions for any of these platform ids.",
+            link=tables.production_platforms,
+            owner="production_id",
+            column="platform_id",
+        ),
+        filters.LinkedTo(
+            "production_type",
+            "Only productions of any of these type ids.",
+            link=tables.production_type_links,
+            owner="production_id",
+            column="production_type_id",
+        ),
+        filters.Choice(
+            "supertype",
+            "Only productions of this supertype.",
+            column="supertype",
+            choices=("production", "music", "graphics"),
+        ),
+        filters.DateBound(
+            "released_before",
+            "Only productions released before this date "
+            "(a partial release date counts as its first day).",
+            column="release_date_key",
+            before=True,
+        ),
+        filters.DateBound(
+            "released_since",
+            "Only productions released on or after this date "
+            "(a partial release date counts as its first day).",
+            column="release_date_key",
+            before=False,
+        ),
+        filters.LinkedTo(
+            "author",
+            "Only productions credited to any of these releaser ids, as an author or as an "
+            "author's group.",
+            link=tables.production_nicks,
+            owner="production_id",
+            column="releaser_id",
+        ),
+        filters.Flag(
+            "has_screenshot",
+            "true: only productions with a screenshot; false: only those without.",
+            column="has_screenshot",
+        ),
+        filters.AtMost(
+            "competition_placing_min",
+            "Only productions placed at this position or better in a competition.",
+            column="best_placing",
+        ),
+        filters.LinkUrl(
+            "link_url",
+            "Only productions with a download or external link to exactly this URL.",
+            link=tables.production_links,
+            owner="production_id",
+        ),
+        *filters.time_bounds("productions"),
+    )
+    schema = ProductionSchema()
+    detail_schema = ProductionDetailSchema()
+    record_schema = ProductionRecord()
 
-    def attach(self, connection, rows):
-        attach_relations(connection, rows)
-
-    def fetch_by_releaser(self, connection, releaser_id):
-        """A releaser's productions, as author or as an author's group: newest first,
-        those without a date last, ties by id (descending); None if no such releaser."""
-        releasers, nicks, productions = tables.releasers, tables.production_nicks, self.table
-        if (
-            connection.execute(select(releasers.c.id).where(releasers.c.id == releaser_id)).first()
-            is None
+    def complete(self, build, rows):
+        by_id = {}
+        for row in rows:
+            row.update(author_nicks=[], author_affiliation_nicks=[], platforms=[], types=[])
+            by_id[row["id"]] = row
+        ids = list(by_id)
+        for row in build.rows(NICKS, ids):
+            field = "author_nicks" if row["role"] == "author" else "author_affiliation_nicks"
+            by_id[row["production_id"]][field].append(_nick(row))
+        for field, statement, resource, key in (
+            ("platforms", PLATFORMS, "platforms", "platform_id"),
+            ("types", TYPES, "production_types", "production_type_id"),
         ):
-            return None
-        credited = select(nicks.c.production_id).where(nicks.c.releaser_id == releaser_id)
-        ids = (
-            connection.execute(
-                select(productions.c.id)
-                .where(productions.c.id.in_(credited))
-                .order_by(
-                    productions.c.release_date_key.desc().nulls_last(), productions.c.id.desc()
-                )
+            links = build.rows(statement, ids)
+            summaries = build.records(resource, {row[key] for row in links})
+            for row in links:
+                by_id[row["production_id"]][field].append(summaries[row[key]])
+
+    def complete_detail(self, build, rows):
+        by_id = {}
+        for row in rows:
+            row.update(
+                credits=[],
+                download_links=[],
+                external_links=[],
+                release_parties=[],
+                competition_placings=[],
+                invitation_parties=[],
+                screenshots=[],
             )
-            .scalars()
-            .all()
-        )
-        rows = []
-        for start in range(0, len(ids), BATCH):  # within SQLite's limit on parameters
-            rows += self.fetch_ids(connection, ids[start : start + BATCH])
-        if rows:
-            self.attach(connection, rows)
-        return rows
-
-    def blueprint(self):
-        bp = super().blueprint()
-
-        def releaser_productions(record_id):
-            if request.method == "OPTIONS":
-                return {
-                    "name": "Releaser Production List",
-                    "description": "A releaser's productions, as author or as an author's "
-                    "group: newest first, undated last, ties by id. Not paged.",
-                    "renders": [JSON_TYPE],
-                    "parses": [],
-                    "parameters": {"fields": "Comma-separated field names: only these fields."},
+            by_id[row["id"]] = row
+        ids = list(by_id)
+        for row in build.rows(CREDITS, ids):
+            by_id[row["production_id"]]["credits"].append(
+                {"nick": _nick(row), "category": row["category"], "role": row["role"]}
+            )
+        for row in build.rows(LINKS, ids):
+            field = "download_links" if row["is_download"] else "external_links"
+            by_id[row["production_id"]][field].append(
+                {"link_class": row["link_class"], "url": row["url"]}
+            )
+        for field, statement in (
+            ("release_parties", RELEASE_PARTIES),
+            ("invitation_parties", INVITATION_PARTIES),
+        ):
+            links = build.rows(statement, ids)
+            parties = build.records("parties", {row["party_id"] for row in links})
+            for row in links:
+                by_id[row["production_id"]][field].append(parties[row["party_id"]])
+        placings = build.rows(PLACINGS, ids)
+        parties = build.records("parties", {row["party_id"] for row in placings})
+        for row in placings:
+            by_id[row["production_id"]]["competition_placings"].append(
+                {
+                    "position": row["position"],
+                    "ranking": row["ranking"],
+                    "score": row["score"],
+                    "competition": {
+                        "id": row["id"],
+                        "name": row["name"],
+                        "party": parties[row["party_id"]],
+                    },
                 }
-            rows = self.fetch_by_releaser(get_connection(), record_id)
-            if rows is None:
-                raise APIError(404)
-            dump = dumper(self.schema, parse_fields(last_arg("fields")))
-            return current_app.json.response([dump(row) for row in rows])
-
-        add_view(
-            bp,
-            f"/releasers/<int(min=1, max={MAX_ID}):record_id>/productions/",
-            releaser_productions,
-        )
-        return bp
+            )
+        for row in build.rows(SCREENSHOTS, ids):
+            by_id[row.pop("production_id")]["screenshots"].append(
+                {name: value for name, value in row.items() if name != "position"}
+            )
 
 
 resource = Productions()
-bp = resource.blueprint()
+
+
+def production_list():
+    return resource.answer_list()
+
+
+def production_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+bp = resource.blueprint(production_list, production_detail)

@@ -1,10 +1,50 @@
-"""Releasers: groups and individual sceners."""
+"""Releasers: groups and individual sceners, with their nicks, memberships and links;
+and the productions each is credited with."""
 
-from marshmallow import fields
+from marshmallow import Schema, fields
+from sqlalchemy import bindparam, or_, select
 
-from .. import tables
+from .. import filters, records, tables
+from ..db import get_connection
+from ..errors import APIError
 from ..links import site_url
-from .common import URL, ReleaserSchema, Resource
+from .base import (
+    RECORD_ID,
+    URL,
+    LinkSchema,
+    ReleaserNameSchema,
+    ReleaserSchema,
+    Resource,
+    add_view,
+    json_response,
+    last_arg,
+    nested_list,
+    parse_fields,
+)
+
+IDS = bindparam("ids", expanding=True)
+
+
+class ReleaserNickSchema(Schema):
+    name = fields.String()
+    abbreviation = fields.String()
+    is_primary_nick = fields.Boolean()
+    variants = fields.List(fields.String())
+
+
+class GroupMembershipSchema(Schema):
+    group = fields.Nested(ReleaserNameSchema)
+    is_current = fields.Boolean()
+
+
+class MemberSchema(Schema):
+    member = fields.Nested(ReleaserNameSchema)
+    is_current = fields.Boolean()
+
+
+class SubgroupSchema(Schema):
+    subgroup = fields.Nested(ReleaserNameSchema)
+    is_current = fields.Boolean()
 
 
 class ReleaserDetailSchema(ReleaserSchema):
@@ -14,19 +54,235 @@ class ReleaserDetailSchema(ReleaserSchema):
         ),
         metadata={**URL, "description": "The group's or scener's page on the public site."},
     )
+    nicks = nested_list(ReleaserNickSchema)
+    member_of = nested_list(GroupMembershipSchema)
+    members = nested_list(MemberSchema)
+    subgroups = nested_list(SubgroupSchema)
+    external_links = nested_list(LinkSchema)
 
     class Meta:
-        fields = ("url", "service_url", "id", "name", "is_group")
+        fields = (
+            "url",
+            "service_url",
+            "id",
+            "name",
+            "is_group",
+            "nicks",
+            "member_of",
+            "members",
+            "subgroups",
+            "external_links",
+        )
+
+
+class ReleaserNickRecord(records.RecordSchema):
+    name = records.text()
+    abbreviation = records.text()
+    variants = records.optional_list(records.Text())
+
+
+def _membership(side):
+    return type(
+        f"{side.title()}MembershipRecord",
+        (records.RecordSchema,),
+        {
+            side: records.Reference(required=True),
+            "is_current": records.StrictBoolean(required=True),
+        },
+    )
+
+
+class ReleaserRecord(records.RecordSchema):
+    id = records.id_field()
+    name = records.text()
+    is_group = records.StrictBoolean(required=True)
+    nicks = records.relation(fields.Nested(ReleaserNickRecord))
+    member_of = records.relation(fields.Nested(_membership("group")))
+    members = records.relation(fields.Nested(_membership("member")))
+    subgroups = records.relation(fields.Nested(_membership("subgroup")))
+    external_links = records.optional_list(fields.Nested(records.LinkRecord))
+    country_code = records.country_code(load_default=None, allow_none=True)
+    created_at = records.timestamp()
+    updated_at = records.timestamp()
+
+
+NICKS = (
+    select(tables.releaser_nicks)
+    .where(tables.releaser_nicks.c.releaser_id.in_(IDS))
+    .order_by(tables.releaser_nicks.c.releaser_id, tables.releaser_nicks.c.position)
+)
+MEMBER_OF = (
+    select(tables.memberships)
+    .where(tables.memberships.c.member_id.in_(IDS))
+    .order_by(tables.memberships.c.member_id, tables.memberships.c.member_position)
+)
+MEMBERS = (
+    select(tables.memberships, tables.releasers.c.is_group)
+    .join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
+    .where(tables.memberships.c.group_id.in_(IDS))
+    .order_by(tables.memberships.c.group_id, tables.memberships.c.group_position)
+)
+PRODUCTION_DOCS = select(tables.productions.c.id, tables.productions.c.doc).where(
+    tables.productions.c.id.in_(IDS)
+)
+LINKS = (
+    select(tables.releaser_links)
+    .where(tables.releaser_links.c.releaser_id.in_(IDS))
+    .order_by(tables.releaser_links.c.releaser_id, tables.releaser_links.c.position)
+)
 
 
 class Releasers(Resource):
     name = "releasers"
-    table = tables.releasers
-    schema = ReleaserSchema()
-    detail_schema = ReleaserDetailSchema()
     title = "Releaser"
     description = "Groups and individual sceners who release productions."
+    table = tables.releasers
+    details_table = tables.releasers_details
+    filters = (
+        filters.NameEquals("name", "Only releasers with this name (exact, case-insensitive)."),
+        filters.Flag(
+            "is_group", "true: only groups; false: only individual sceners.", column="is_group"
+        ),
+        filters.CountryCode(
+            "country_code",
+            "Only releasers from this country (two letters, any case).",
+            feature="releasers_country_code",
+        ),
+        *filters.time_bounds("releasers"),
+    )
+    schema = ReleaserSchema()
+    detail_schema = ReleaserDetailSchema()
+    record_schema = ReleaserRecord()
+
+    def complete_detail(self, build, rows):
+        by_id = {}
+        for row in rows:
+            row.update(nicks=[], member_of=[], members=[], subgroups=[], external_links=[])
+            by_id[row["id"]] = row
+        ids = list(by_id)
+        for row in build.rows(NICKS, ids):
+            record = by_id[row["releaser_id"]]
+            record["nicks"].append(
+                {
+                    "name": row["name"],
+                    "abbreviation": row["abbreviation"],
+                    "is_primary_nick": row["name"] == record["name"],
+                    "variants": row["variants"],
+                }
+            )
+        member_of = build.rows(MEMBER_OF, ids)
+        members = build.rows(MEMBERS, ids)
+        names = build.records(
+            "releasers",
+            {row["group_id"] for row in member_of} | {row["member_id"] for row in members},
+        )
+        for row in member_of:
+            by_id[row["member_id"]]["member_of"].append(
+                {"group": names[row["group_id"]], "is_current": row["is_current"]}
+            )
+        for row in members:
+            field, key = ("subgroups", "subgroup") if row["is_group"] else ("members", "member")
+            by_id[row["group_id"]][field].append(
+                {key: names[row["member_id"]], "is_current": row["is_current"]}
+            )
+        for row in build.rows(LINKS, ids):
+            by_id[row["releaser_id"]]["external_links"].append(
+                {"link_class": row["link_class"], "url": row["url"]}
+            )
+
+    def credited(self, connection, releaser_id, member):
+        """The ids of the productions crediting the releaser (as author; with
+        ``member``, as an affiliation or through a subgroup), newest first, undated
+        first, ties by id descending; None for an unknown releaser."""
+        releasers, nicks, productions = self.table, tables.production_nicks, tables.productions
+        found = connection.execute(select(releasers.c.id).where(releasers.c.id == releaser_id))
+        if found.first() is None:
+            return None
+        if member:
+            subgroups = (
+                select(tables.memberships.c.member_id)
+                .join(releasers, releasers.c.id == tables.memberships.c.member_id)
+                .where(tables.memberships.c.group_id == releaser_id, releasers.c.is_group)
+            )
+            credit = or_(
+                (nicks.c.releaser_id == releaser_id) & (nicks.c.role == "affiliation"),
+                nicks.c.releaser_id.in_(subgroups) & (nicks.c.role == "author"),
+            )
+        else:
+            credit = (nicks.c.releaser_id == releaser_id) & (nicks.c.role == "author")
+        return (
+            connection.execute(
+                select(productions.c.id)
+                .where(productions.c.id.in_(select(nicks.c.production_id).where(credit)))
+                .order_by(
+                    productions.c.release_date_key.desc().nulls_first(), productions.c.id.desc()
+                )
+            )
+            .scalars()
+            .all()
+        )
+
+    def answer_credited(self, releaser_id, member):
+        connection = get_connection()
+        ids = self.credited(connection, releaser_id, member)
+        if ids is None:
+            raise APIError(404)
+        docs = []
+        for start in range(0, len(ids), 5000):  # within SQLite's limit on parameters
+            found = dict(
+                connection.execute(PRODUCTION_DOCS, {"ids": ids[start : start + 5000]}).all()
+            )
+            docs += [found[production_id] for production_id in ids[start : start + 5000]]
+        return json_response(self.render(docs, parse_fields(last_arg("fields"))))
 
 
 resource = Releasers()
-bp = resource.blueprint()
+
+SUB_RESOURCES = {
+    "productions": "A releaser's productions: those that credit one of its nicks as an "
+    "author. Newest first, undated first, ties by id descending. Not paged.",
+    "member_productions": "Productions of a releaser's groups: those that credit one of its "
+    "nicks as an affiliation, or are authored by one of its subgroups. Newest first, undated "
+    "first, ties by id descending. Not paged.",
+}
+
+
+def releaser_list():
+    return resource.answer_list()
+
+
+def releaser_detail(record_id):
+    return resource.answer_detail(record_id)
+
+
+def releaser_productions(record_id):
+    return resource.answer_credited(record_id, member=False)
+
+
+def releaser_member_productions(record_id):
+    return resource.answer_credited(record_id, member=True)
+
+
+def _describe_credited(name):
+    return lambda: {
+        "name": f"Releaser {name.replace('_', ' ').title()} List",
+        "description": SUB_RESOURCES[name],
+        "renders": ["application/json"],
+        "parses": [],
+        "parameters": resource.describe(detail=True)["parameters"],
+    }
+
+
+bp = resource.blueprint(releaser_list, releaser_detail)
+add_view(
+    bp,
+    f"/releasers/{RECORD_ID}/productions/",
+    releaser_productions,
+    _describe_credited("productions"),
+)
+add_view(
+    bp,
+    f"/releasers/{RECORD_ID}/member_productions/",
+    releaser_member_productions,
+    _describe_credited("member_productions"),
+)

@@ -1,19 +1,10 @@
 """``/api/v1/``: the address of every resource's listing."""
 
-from flask import Blueprint, redirect, request, url_for
+from flask import Blueprint, current_app, redirect, request, url_for
 
 from ..links import api_url
-from ..rendering import FORMAT_HELP, JSON_TYPE
-
-RESOURCES = [
-    "party_series",
-    "platforms",
-    "bbses",
-    "parties",
-    "productions",
-    "releasers",
-    "production_types",
-]
+from ..parameters import FORMAT
+from ..rendering import JSON_TYPE
 
 bp = Blueprint("root", __name__)
 
@@ -25,11 +16,9 @@ def api_root():
             "description": "The demoscene catalogue: the address of each resource's listing.",
             "renders": [JSON_TYPE],
             "parses": [],
-            "parameters": {
-                "format": FORMAT_HELP,
-            },
+            "parameters": {"format": FORMAT},
         }
-    return {name: api_url(name) for name in RESOURCES}
+    return {name: api_url(name) for name in current_app.extensions["demoserv.resources"]}
 
 
 api_root.provide_automatic_options = False

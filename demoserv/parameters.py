@@ -1,0 +1,34 @@
+"""One description of each query parameter, read by OPTIONS answers, the OpenAPI
+document and (checked by a test) README's tables."""
+
+FORMAT = (
+    'Optional: "api" or "json" (empty: none). The body stays JSON; every url in it '
+    'gets "?format=<value>".'
+)
+FIELDS = (
+    "Comma-separated field names: only these fields of each record, in the record's "
+    "order; unknown names are ignored. A list may name detail fields too."
+)
+PAGE = 'Page number from 1, or "last"; empty: page 1.'
+UNPAGED = " The whole listing is one page."
+
+
+def ordering_help(keys):
+    return (
+        "Comma-separated sort keys, each optionally prefixed with "
+        f'"-" for descending: {", ".join(keys)}. Ties are broken by id in the '
+        "direction of the first key."
+    )
+
+
+def describe_parameters(resource, detail):
+    """{parameter: description} of a resource's list (or detail) answer."""
+    common = {"format": FORMAT, "fields": FIELDS}
+    if detail:
+        return common
+    return {
+        "page": PAGE + ("" if resource.paged else UNPAGED),
+        "ordering": ordering_help(resource.keys),
+        **{item.parameter: item.description for item in resource.filters},
+        **common,
+    }

@@ -1,0 +1,77 @@
+"""Values the catalogue loader and the server share: the id range, supertypes, partial
+dates, timestamps and sort keys. Neither side's modules are imported here."""
+
+import datetime
+import re
+import unicodedata
+
+MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
+ID_PATTERN = "[0-9]{1,19}"
+SUPERTYPES = ("production", "music", "graphics")
+# The public site's section of a production's page, by supertype.
+SECTIONS = {"production": "productions", "music": "music", "graphics": "graphics"}
+# Names of the field that holds a record's public page: ours, and the upstream's own.
+SERVICE_URL_FIELDS = ("service_url", "demozoo_url")
+
+_PARTIAL_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?")
+_DIGIT_RUN = re.compile(r"[0-9]+")
+_SPACE_RUN = re.compile(r"\s+")
+_ARTICLES = ("the ", "a ", "an ")
+_FIRST_DAY_SUFFIX = {4: "-01-01", 7: "-01", 10: ""}
+
+
+def partial_date_error(value):
+    """What is wrong with ``value`` as a partial date (``YYYY``, ``YYYY-MM`` or
+    ``YYYY-MM-DD`` naming a real month or day), or None."""
+    match = _PARTIAL_DATE.fullmatch(value)
+    if not match:
+        return f'"{value}" is not a date of the form YYYY, YYYY-MM or YYYY-MM-DD.'
+    year, month, day = (int(part) if part else 1 for part in match.groups())
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return f'"{value}" is not a real date.'
+    return None
+
+
+def date_key(partial_date):
+    """A partial date as its first day: ``1993`` → ``1993-01-01``; None stays None."""
+    if partial_date is None:
+        return None
+    return partial_date + _FIRST_DAY_SUFFIX[len(partial_date)]
+
+
+def timestamp_key(value):
+    """A date or date-time as a UTC ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` string, which sorts in
+    time order; a date is its midnight UTC, a date-time without offset is UTC. Raises
+    ValueError for anything else."""
+    if not isinstance(value, str) or len(value) < 10 or len(value) > 40:
+        raise ValueError(value)
+    moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def sortable_title(title):
+    """The upstream's sort key of a title: accents dropped (letters that do not
+    decompose stay), ``$`` → ``s``, punctuation → spaces, spaces collapsed and trimmed,
+    lower case, digit runs zero-padded to 9, a leading article moved to the end."""
+    decomposed = unicodedata.normalize("NFD", title)
+    text = "".join(char for char in decomposed if not unicodedata.combining(char))
+    text = text.replace("$", "s")
+    text = "".join(" " if unicodedata.category(char).startswith("P") else char for char in text)
+    text = _SPACE_RUN.sub(" ", text).strip().lower()
+    text = _DIGIT_RUN.sub(lambda match: match.group().zfill(9), text)
+    for article in _ARTICLES:
+        if text.startswith(article):
+            return f"{text[len(article) :]} {article.strip()}"
+    return text
+
+
+def name_key(name):
+    """Case-insensitive, with names that start with punctuation, symbols or spaces
+    first, then names that start with a digit, then the rest (letters)."""
+    category = unicodedata.category(name[0]) if name else ""
+    group = "2" if category.startswith("L") else "1" if category == "Nd" else "0"
+    return group + name.lower()
