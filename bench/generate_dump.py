@@ -255,13 +255,15 @@ def sortable_title(title):
     text = _DIGIT_RUN.sub(lambda match: match.group().zfill(9), text)
     for article in ("the ", "a ", "an "):
         if text.startswith(article):
-            return f"{text[len(article):]} {article.strip()}"
+            return f"{text[len(article) :]} {article.strip()}"
     return text
 
 
 def search_title(text):
     """The upstream's search form of a name: lower case, punctuation dropped."""
-    return " ".join("".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text).lower().split())
+    return " ".join(
+        "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text).lower().split()
+    )
 
 
 def timestamp(seconds, micros):
@@ -386,7 +388,8 @@ def link_parameter(rng, link_class, year=None):
         # Stored decoded; Latin-1 only, since the URL re-quotes it as ISO-8859-1.
         name = f"{a}-{b}" if rng.random() < 0.9 else f"{rng.choice(LATIN1_WORDS)} ({b})"
         folder = rng.choice(("demo", "intro", "music", "in64k", "gfx", "wild"))
-        return f"/parties/{year}/{a}{year % 100:02d}/{folder}/{name}.{rng.choice(('zip', 'rar', 'd64', 'lha'))}"
+        extension = rng.choice(("zip", "rar", "d64", "lha"))
+        return f"/parties/{year}/{a}{year % 100:02d}/{folder}/{name}.{extension}"
     if link_class == "SceneOrgFolder":
         return rng.choice((f"/parties/{year}/{a}/", f"/groups/{a}/", f"/music/artists/{a}/"))
     if link_class == "AmigascneFile":
@@ -507,9 +510,7 @@ class Plan:
 
         self.production_ids = spaced_ids(rng, productions)
         # 0 production, 1 music, 2 graphics
-        self.production_supertype = bytearray(
-            rng.choices((0, 1, 2), (71, 18, 11), k=productions)
-        )
+        self.production_supertype = bytearray(rng.choices((0, 1, 2), (71, 18, 11), k=productions))
         self.production_screenshots = bytearray(
             min(255, how_many(rng, 0.6, 1.56)) for _ in range(productions)
         )
@@ -555,7 +556,8 @@ class Plan:
         self.series_names = []
         taken = set()
         for index in range(n_series):
-            name = f"{word(rng).capitalize()} {rng.choice(('Party', 'Convention', 'Gathering', 'Sessions', 'Compo'))}"
+            kind = rng.choice(("Party", "Convention", "Gathering", "Sessions", "Compo"))
+            name = f"{word(rng).capitalize()} {kind}"
             if name in taken or rng.random() < 0.01:
                 name = f"{name} {index}"
             if rng.random() < 0.003:
@@ -628,13 +630,17 @@ def gen_productions_production(plan, rng):
             "notes": notes(rng, 0.08),
             "release_date_date": release,
             "release_date_precision": precision,
-            "demozoo0_id": str(production_id) if production_id < 30_000 and rng.random() < 0.3 else NULL,
+            "demozoo0_id": str(production_id)
+            if production_id < 30_000 and rng.random() < 0.3
+            else NULL,
             "scene_org_id": str(rng.randint(1, 900_000)) if rng.random() < 0.1 else NULL,
             "has_bonafide_edits": "t" if rng.random() < 0.8 else "f",
             "include_notes_in_search": "t",
             "sortable_title": esc(sortable_title(text)),
             "created_at": timestamp(created, rng.randrange(1_000_000)),
-            "updated_at": timestamp(created + rng.randint(0, 200_000_000), rng.randrange(1_000_000)),
+            "updated_at": timestamp(
+                created + rng.randint(0, 200_000_000), rng.randrange(1_000_000)
+            ),
             "has_screenshot": "t" if plan.production_screenshots[index] else "f",
             "search_title": esc(search_title(text)),
             "locked": "t" if rng.random() < 0.001 else "f",
@@ -670,7 +676,11 @@ def gen_productions_production_types(plan, rng):
         return _distinct(rng, lambda: rng.choice(pool), 2 if rng.random() < 0.067 else 1)
 
     for row_id, production_id, type_id in _per_production_links(plan, rng, make):
-        yield {"id": str(row_id), "production_id": str(production_id), "productiontype_id": str(type_id)}
+        yield {
+            "id": str(row_id),
+            "production_id": str(production_id),
+            "productiontype_id": str(type_id),
+        }
 
 
 def gen_productions_production_platforms(plan, rng):
@@ -685,7 +695,11 @@ def gen_productions_production_platforms(plan, rng):
         return _distinct(rng, lambda: platforms[int(len(platforms) * rng.random() ** 2.5)], count)
 
     for row_id, production_id, platform_id in _per_production_links(plan, rng, make):
-        yield {"id": str(row_id), "production_id": str(production_id), "platform_id": str(platform_id)}
+        yield {
+            "id": str(row_id),
+            "production_id": str(production_id),
+            "platform_id": str(platform_id),
+        }
 
 
 def _nick_picker(plan, rng, pool):
@@ -778,7 +792,9 @@ def gen_productions_screenshot(plan, rng):
         for _ in range(plan.production_screenshots[index]):
             row_id = next_id()
             width, height = rng.choice(SCREEN_SIZES)
-            name = f"{rng.randrange(256):02x}/{rng.randrange(256):02x}/{rng.randrange(65536):04x}.{row_id}.{rng.choice(('png', 'png', 'jpg', 'gif'))}"
+            folder = f"{rng.randrange(256):02x}/{rng.randrange(256):02x}"
+            extension = rng.choice(("png", "png", "jpg", "gif"))
+            name = f"{folder}/{rng.randrange(65536):04x}.{row_id}.{extension}"
             thumb = min(1.0, 200 / width, 150 / height)
             standard = min(1.0, 400 / width, 300 / height)
             row = {
@@ -811,7 +827,9 @@ def gen_demoscene_releaser(plan, rng):
             "is_group": "t" if plan.releaser_is_group[index] else "f",
             "notes": notes(rng, 0.03),
             "created_at": timestamp(created, rng.randrange(1_000_000)),
-            "updated_at": timestamp(created + rng.randint(0, 200_000_000), rng.randrange(1_000_000)),
+            "updated_at": timestamp(
+                created + rng.randint(0, 200_000_000), rng.randrange(1_000_000)
+            ),
             "locked": "f",
             "hide_from_search_engines": "f",
         }
@@ -841,8 +859,14 @@ def gen_demoscene_nickvariant(plan, rng):
     for index, nick_id in enumerate(plan.nick_ids):
         count = how_many(rng, 0.3, 1.33)
         name = plan.nick_names[index]
-        candidates = [plan.nick_abbreviations[index] or name.upper(), name.lower(), name + "^",
-                      name.replace(" ", ""), f"{name} {rng.randint(1, 9)}", handle(rng)]  # fmt: skip
+        candidates = (
+            plan.nick_abbreviations[index] or name.upper(),
+            name.lower(),
+            name + "^",
+            name.replace(" ", ""),
+            f"{name} {rng.randint(1, 9)}",
+            handle(rng),
+        )
         variants = []
         for _ in range(count):
             variant = rng.choice(candidates)
@@ -902,16 +926,12 @@ def _external_links(rng, owner_ids, share, mean, classes, owner_column, years=No
 
 
 def gen_demoscene_releaserexternallink(plan, rng):
-    return _external_links(
-        rng, plan.releaser_ids, 0.3, 1.82, RELEASER_LINK_CLASSES, "releaser_id"
-    )
+    return _external_links(rng, plan.releaser_ids, 0.3, 1.82, RELEASER_LINK_CLASSES, "releaser_id")
 
 
 def gen_parties_partyexternallink(plan, rng):
     years = [int(day[:4]) for day in plan.party_start]
-    return _external_links(
-        rng, plan.party_ids, 0.35, 3.57, PARTY_LINK_CLASSES, "party_id", years
-    )
+    return _external_links(rng, plan.party_ids, 0.35, 3.57, PARTY_LINK_CLASSES, "party_id", years)
 
 
 def gen_parties_partyseries(plan, rng):
@@ -930,7 +950,10 @@ def gen_parties_party(plan, rng):
         start, precision = plan.party_start[index], plan.party_precision[index]
         end = start
         if precision == "d":
-            end = (datetime.date.fromisoformat(start) + datetime.timedelta(days=rng.choice((0, 1, 2, 2, 2, 3)))).isoformat()
+            end = (
+                datetime.date.fromisoformat(start)
+                + datetime.timedelta(days=rng.choice((0, 1, 2, 2, 2, 3)))
+            ).isoformat()
         series_name = plan.series_names[plan.party_series[index]]
         name = f"{series_name.split()[0]} {start[:4]}"
         if name in taken:
@@ -971,7 +994,11 @@ def _party_productions(plan, rng, share, mean):
             rng, lambda: productions[rng.randrange(len(productions))], how_many(rng, share, mean)
         )
         for production_id in chosen:  # unique (party_id, production_id)
-            yield {"id": str(next_id()), "party_id": str(party_id), "production_id": str(production_id)}
+            yield {
+                "id": str(next_id()),
+                "party_id": str(party_id),
+                "production_id": str(production_id),
+            }
 
 
 def gen_parties_party_releases(plan, rng):
@@ -1053,7 +1080,9 @@ def gen_bbs_bbs(plan, rng):
             "name": esc(name),
             "notes": notes(rng, 0.05),
             "search_title": esc(search_title(name)),
-            "created_at": timestamp(created, rng.randrange(1_000_000)) if rng.random() < 0.9 else NULL,
+            "created_at": timestamp(created, rng.randrange(1_000_000))
+            if rng.random() < 0.9
+            else NULL,
             "updated_at": timestamp(created + 5_000_000, 0) if rng.random() < 0.9 else NULL,
         }
         if rng.random() < 0.88:
@@ -1074,7 +1103,9 @@ def gen_bbs_bbs_bbstros(plan, rng):
     next_id = IdCounter(rng)
     productions = plan.production_ids
     for bbs_id in plan.bbs_ids:
-        chosen = _distinct(rng, lambda: productions[rng.randrange(len(productions))], how_many(rng, 0.3, 2))
+        chosen = _distinct(
+            rng, lambda: productions[rng.randrange(len(productions))], how_many(rng, 0.3, 2)
+        )
         for production_id in chosen:  # unique (bbs_id, production_id)
             yield {"id": str(next_id()), "bbs_id": str(bbs_id), "production_id": str(production_id)}
 
@@ -1123,10 +1154,16 @@ def gen_taggit_taggeditem(plan, rng):
     bbs_index = 0
 
     def items(object_id, content_type, share, mean):
-        chosen = _distinct(rng, lambda: tag_ids[int(n_tags * rng.random() ** 3)], how_many(rng, share, mean))
+        chosen = _distinct(
+            rng, lambda: tag_ids[int(n_tags * rng.random() ** 3)], how_many(rng, share, mean)
+        )
         for tag_id in chosen:  # unique (content_type_id, object_id, tag_id)
-            yield {"id": str(next_id()), "object_id": str(object_id),
-                   "content_type_id": content_type, "tag_id": str(tag_id)}  # fmt: skip
+            yield {
+                "id": str(next_id()),
+                "object_id": str(object_id),
+                "content_type_id": content_type,
+                "tag_id": str(tag_id),
+            }
 
     for index, production_id in enumerate(plan.production_ids):
         yield from items(production_id, production_type, 0.59, 3.6)
@@ -1244,10 +1281,12 @@ def write_dump(out, plan, sample, seed):
                     out.write(row_line)
             if table in GENERATORS:
                 rows = GENERATORS[table](plan, random.Random(f"{seed}:{table}"))
+                order_rng = random.Random(f"{seed}:order:{table}")
+                columns = _copy_columns(line)
+                defaults = sample.defaults[table]
                 counts[table], largest[table] = _write_rows(
-                    out, table, _copy_columns(line), rows, sample.defaults[table],
-                    random.Random(f"{seed}:order:{table}"),
-                )  # fmt: skip
+                    out, table, columns, rows, defaults, order_rng
+                )
             out.write("\\.\n")
             continue
         match = _SETVAL.match(line)
@@ -1266,25 +1305,36 @@ def generate(out_path, productions=FULL_SIZE, seed=1, plain=False, sample_path=D
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with open(out_path, "wb") as raw:
         # mtime 0 and no file name in the header: the same seed gives the same bytes.
-        binary = raw if plain else gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, filename="", mtime=0)  # fmt: skip
+        binary = raw
+        if not plain:
+            binary = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, filename="", mtime=0)
         with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as out:
             return write_dump(out, plan, sample, seed)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the file to write (OUT.sql.gz, or .sql with --plain)")
+    parser.add_argument(
+        "out", type=Path, help="the file to write (OUT.sql.gz, or .sql with --plain)"
+    )
     parser.add_argument("--productions", type=int, default=FULL_SIZE)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--plain", action="store_true", help="write uncompressed SQL")
-    parser.add_argument("--sample", type=Path, default=Path(DEFAULT_SAMPLE),
-                        help="the upstream's sample export, whose text and schema are copied")  # fmt: skip
+    parser.add_argument(
+        "--sample",
+        type=Path,
+        default=Path(DEFAULT_SAMPLE),
+        help="the upstream's sample export, whose text and schema are copied",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     counts = generate(args.out, args.productions, args.seed, args.plain, args.sample)
     for table, count in sorted(counts.items()):
         print(f"{table:52} {count:>10,}")
-    print(f"{args.out}: {args.out.stat().st_size:,} bytes in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    print(
+        f"{args.out}: {args.out.stat().st_size:,} bytes in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,16 @@ def test_same_seed_same_bytes_and_plain_is_the_uncompressed_file(dump, tmp_path)
     out, _, _ = dump
     plain = tmp_path / "export.sql"
     subprocess.run(
-        [sys.executable, str(SCRIPT), str(plain), "--productions", "2000", "--seed", "3", "--plain"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(plain),
+            "--productions",
+            "2000",
+            "--seed",
+            "3",
+            "--plain",
+        ],
         check=True,
         capture_output=True,
     )
