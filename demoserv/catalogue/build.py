@@ -24,6 +24,7 @@ class Builder:
     """Writes rows into a new database file, then ranks, indexes and documents it."""
 
     def __init__(self, path):
+        self.path = path
         self.engine = create_engine(
             "sqlite://",
             creator=lambda: sqlite3.connect(path),
@@ -39,6 +40,11 @@ class Builder:
         for table in tables.metadata.sorted_tables:
             self.connection.execute(CreateTable(table))
         self.pending = {}
+
+    def raw_connection(self):
+        """The sqlite3 connection under the builder's, for work done in SQL alone."""
+        self.flush()
+        return self.connection.connection.driver_connection
 
     def queue(self, table, row):
         rows = self.pending.setdefault(table, [])

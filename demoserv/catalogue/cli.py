@@ -18,6 +18,7 @@ class TerminalProgress(Progress):
 
     def __init__(self):
         self.bar = None
+        self.table = None
 
     def file_started(self, name, size):
         self.records = 0
@@ -30,8 +31,13 @@ class TerminalProgress(Progress):
     def _status(self, records):
         if records is None:
             return ""
+        if self.table is not None:  # a dump: the table being read and its rows
+            return f"{self.table}: {self.table_rows:,} rows"
         rate = records / max(time.monotonic() - self.started, 1e-6)
         return f"{records:,} records, {rate:,.0f}/s"
+
+    def reading(self, table, rows):
+        self.table, self.table_rows = table, rows
 
     def advanced(self, size, records):
         self.records += records
@@ -52,7 +58,8 @@ def _summary(counts):
 @click.argument("source", type=click.Path(path_type=Path))
 @with_appcontext
 def load_command(source):
-    """Load the catalogue folder SOURCE, replacing the served catalogue."""
+    """Load SOURCE, replacing the served catalogue: a catalogue folder, or the upstream's
+    daily database export (a .sql or .sql.gz file)."""
     target = database_path(current_app)
     progress = TerminalProgress() if sys.stdout.isatty() else Progress()
     started = time.monotonic()

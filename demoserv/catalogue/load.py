@@ -19,6 +19,8 @@ from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..shared import date_key, name_key, sortable_title
 from .build import Builder
+from .pgdump import DumpError
+from .upstream import import_dump
 
 PROGRESS_EVERY = 1000  # lines between progress reports
 # Records that nested summaries may refer to, and may create when their file lacks them.
@@ -44,17 +46,30 @@ class Progress:
     def stage(self, description):
         pass
 
+    def reading(self, table, rows):
+        """While importing a dump: the table being read and its rows so far."""
+
 
 def load_catalogue(source, database, progress=None):
-    """Load the catalogue folder ``source`` into the database file ``database``.
+    """Load the catalogue folder ``source``, or the upstream's database export (a
+    ``.sql`` or ``.sql.gz`` file), into the database file ``database``.
 
     Returns the number of records of each resource.
     """
     progress = progress or Progress()
-    paths = catalogue_files(Path(source))
-    return build_database(
-        database, lambda builder: _Loader(builder, paths, progress).run(), progress
-    )
+    if Path(source).is_file():
+        fill = lambda builder: _import(source, builder, progress)  # noqa: E731
+    else:
+        paths = catalogue_files(Path(source))
+        fill = lambda builder: _Loader(builder, paths, progress).run()  # noqa: E731
+    return build_database(database, fill, progress)
+
+
+def _import(source, builder, progress):
+    try:
+        return import_dump(source, builder, progress)
+    except DumpError as error:
+        raise CatalogueError(str(error)) from None
 
 
 def build_database(database, fill, progress):
@@ -469,7 +484,8 @@ class _Loader:
                 "sortable_title": title_key,
                 "title_key": record["title"].lower(),
                 "release_date_key": date_key(record["release_date"]),
-                "has_screenshot": bool(record["screenshots"]),
+                # A screenshot counts once it has a thumbnail, as upstream.
+                "has_screenshot": any(shot["thumbnail_url"] for shot in record["screenshots"]),
             },
         )
         for role, field in (

@@ -276,7 +276,8 @@ class Productions(Resource):
         ),
         filters.Flag(
             "has_screenshot",
-            "true: only productions with a screenshot; false: only those without.",
+            "true: only productions with a screenshot (that has a thumbnail); false: only "
+            "those without.",
             column="has_screenshot",
         ),
         filters.AtMost(
