@@ -10,8 +10,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import access_log, caching, compression, db, errors, guard, openapi, rendering
 from .access_log import AccessLog
+from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
-from .catalogue import load_catalogue
+from .catalogue.install import InstallError
 from .resources import BLUEPRINTS, RESOURCES
 from .shared import SERVICE_URL_FIELDS
 
@@ -51,8 +52,12 @@ def create_app(test_config=None):
             f"SERVICE_URL_FIELD is {app.config['SERVICE_URL_FIELD']!r}: expected one of "
             + ", ".join(SERVICE_URL_FIELDS)
         )
-    os.makedirs(app.instance_path, exist_ok=True)
     app.extensions["demoserv.resources"] = [resource.name for resource in RESOURCES]
+    try:
+        os.makedirs(app.instance_path, exist_ok=True)
+    except OSError as error:
+        # Needed only for the seed catalogue, which reports its own failure.
+        log.warning("%s: %s", app.instance_path, error.strerror)
 
     access_log.configure(app)
     db.init_app(app)
@@ -91,10 +96,15 @@ def _seed_first_run(app):
     """Build the database from the seed catalogue the first time the app starts."""
     path = db.database_path(app)
     seed = app.config["SEED_DIR"]
-    if not seed or path.exists():
+    if not seed or os.path.lexists(path):
         return
-    if not Path(seed).is_dir():
+    if not os.path.isdir(seed):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)
         return
-    counts = load_catalogue(seed, path)
+    try:
+        counts, _ = load_catalogue(seed, path)
+    except (CatalogueError, InstallError) as error:
+        # One line, and the server starts: it answers 503 until a catalogue is loaded.
+        log.error("cannot build the catalogue from the seed catalogue %s: %s", seed, error)
+        return
     log.info("built %s from the seed catalogue: %s", path, counts)

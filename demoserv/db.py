@@ -102,55 +102,124 @@ def read_only_engine(path):
     )
 
 
+def _expected_columns():
+    """{table: {column, ...}} of the schema this server reads."""
+    return {
+        table.name: {column.name for column in table.columns}
+        for table in tables.metadata.sorted_tables
+    }
+
+
+def schema_mismatch(connection, expected):
+    """What keeps the file's tables from being the ones this server reads, or None."""
+    found = {}
+    rows = connection.exec_driver_sql(
+        "SELECT m.name, c.name FROM sqlite_master AS m, pragma_table_info(m.name) AS c "
+        "WHERE m.type = 'table'"
+    )
+    for table, column in rows:
+        found.setdefault(table, set()).add(column)
+    if not found:
+        raise ValueError("no tables: an empty file or not a database")
+    for table, columns in expected.items():
+        if table not in found:
+            return f"no table {table}"
+        if found[table] != columns:
+            missing = sorted(columns - found[table])
+            extra = sorted(found[table] - columns)
+            return f"table {table}: " + "; ".join(
+                part
+                for part in (
+                    missing and f"missing column {', '.join(missing)}",
+                    extra and f"unknown column {', '.join(extra)}",
+                )
+                if part
+            )
+    return None
+
+
+UNAVAILABLE = "The catalogue is not available: "
+
+
 class Database:
-    """The catalogue file at ``path`` and the engine on its current version."""
+    """The catalogue file at ``path`` and the engine on its current version.
+
+    A file that cannot be served is reported in the log once per file version (or once
+    while the file is missing), not per request; clients get a 503 naming no path.
+    """
 
     def __init__(self, path):
         self.path = Path(path)
         self._current = None
+        self._failure = None  # (file id or error kind, detail) of the last unusable file
         self._lock = threading.Lock()
+        self._expected = _expected_columns()
 
     def current(self):
         """The catalogue the path names now, opened once per file."""
         try:
             file_id = _file_id(os.stat(self.path))
+        except FileNotFoundError:
+            self._fail(
+                "missing",
+                f"{self.path}: the catalogue file is missing",
+                "the catalogue file is missing.",
+            )
         except OSError as error:
-            log.error("cannot read catalogue %s: %s", self.path, error)
-            raise CatalogueUnavailable(
-                "The catalogue is not available: no catalogue has been loaded."
-            ) from None
+            self._fail(
+                ("stat", error.errno),
+                f"{self.path}: {error.strerror}",
+                "the catalogue file cannot be read.",
+            )
         current = self._current
         if current is not None and current.file_id == file_id:
             return current
+        failure = self._failure
+        if failure is not None and failure[0] == file_id:
+            raise CatalogueUnavailable(failure[1])
         with self._lock:
             if self._current is None or self._current.file_id != file_id:
                 self._open(file_id)
             return self._current
 
+    def _fail(self, key, logged, detail):
+        """Answer 503 with ``detail``; log ``logged`` if this failure is new."""
+        detail = UNAVAILABLE + detail
+        if self._failure is None or self._failure[0] != key:
+            self._failure = (key, detail)
+            log.error("cannot serve the catalogue: %s", logged)
+        raise CatalogueUnavailable(detail) from None
+
     def _open(self, file_id):
         engine = read_only_engine(self.path)
         try:
             with engine.connect() as connection:
-                info = connection.execute(select(tables.catalogue_info)).mappings().one()
-                counts = dict(connection.execute(select(tables.record_counts)).all())
+                mismatch = schema_mismatch(connection, self._expected)
+                if mismatch is None:
+                    info = connection.execute(select(tables.catalogue_info)).mappings().one()
+                    counts = dict(connection.execute(select(tables.record_counts)).all())
+                    if info["schema_version"] != tables.SCHEMA_VERSION:
+                        mismatch = (
+                            f"schema version {info['schema_version']}, "
+                            f"this server reads {tables.SCHEMA_VERSION}"
+                        )
         except (DBAPIError, LookupError, ValueError) as error:
             engine.dispose()
-            log.error("cannot open catalogue %s: %s", self.path, error)
-            raise CatalogueUnavailable(
-                "The catalogue is not available: its database file cannot be read."
-            ) from None
-        if info["schema_version"] != tables.SCHEMA_VERSION:
+            cause = getattr(error, "orig", None) or error
+            self._fail(
+                file_id,
+                f"{self.path}: {str(cause).splitlines()[0]}",
+                "its database file cannot be read.",
+            )
+        if mismatch is not None:
             engine.dispose()
-            log.error(
-                "catalogue %s has schema version %s, this server reads %s: load it again",
-                self.path,
-                info["schema_version"],
-                tables.SCHEMA_VERSION,
+            self._fail(
+                file_id,
+                f"{self.path}: not a catalogue of this version of the service ({mismatch})",
+                "its database file was not built by this version of the service; "
+                "load the catalogue again.",
             )
-            raise CatalogueUnavailable(
-                "The catalogue is not available: its database file was built by another "
-                "version of the service and must be loaded again."
-            )
+        self._failure = None
         previous, self._current = (
             self._current,
             Catalogue(

@@ -128,3 +128,63 @@ def test_derived_values_are_bounded_in_size(tmp_path, loaded_database):
     # One value larger than the budget is still kept, alone.
     catalogue.remember("big", lambda: [0] * 100, budget=40)
     assert list(catalogue.derived) == ["big"]
+
+
+def _alter(database, statement):
+    connection = sqlite3.connect(database)
+    connection.execute(statement)
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    "statement, logged",
+    [
+        ("ALTER TABLE productions DROP COLUMN tags", "table productions: missing column tags"),
+        ("ALTER TABLE platforms ADD COLUMN colour TEXT", "table platforms: unknown column colour"),
+        ("DROP TABLE bbses", "no table bbses"),
+    ],
+    ids=["older", "newer", "foreign"],
+)
+def test_a_file_of_another_schema_is_503_logged_once(
+    make_app, tmp_path, catalogue_dir, caplog, statement, logged
+):
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(catalogue_dir, database)
+    _alter(database, statement)
+    client = make_app(database).test_client()
+    with caplog.at_level("INFO", logger="demoserv.db"):
+        for path in ("/api/v1/productions/", "/api/v1/platforms/", "/api/v1/bbses/1/") * 3:
+            response = client.get(path)
+            assert response.status_code == 503
+            assert response.json["detail"] == (
+                "The catalogue is not available: its database file was not built by this "
+                "version of the service; load the catalogue again."
+            )
+    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.db"]
+    assert errors == [
+        f"cannot serve the catalogue: {database}: not a catalogue of this version of the "
+        f"service ({logged})"
+    ]
+    # A good file in its place is served at once.
+    load_catalogue(catalogue_dir, database)
+    assert client.get("/api/v1/productions/").status_code == 200
+
+
+def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_dir, caplog):
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(catalogue_dir, database)
+    client = make_app(database).test_client()
+    assert client.get("/api/v1/productions/").status_code == 200
+    database.unlink()
+    with caplog.at_level("ERROR", logger="demoserv.db"):
+        for _ in range(5):
+            response = client.get("/api/v1/productions/")
+            assert response.status_code == 503
+            assert response.json["detail"] == (
+                "The catalogue is not available: the catalogue file is missing."
+            )
+            assert str(tmp_path) not in response.get_data(as_text=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot serve the catalogue: {database}: the catalogue file is missing"
+    ]

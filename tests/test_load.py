@@ -339,3 +339,51 @@ def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
     assert "productions.jsonl" in text and "260 records, " in text and "/s" in text
     assert "100%" in text
     assert text.rstrip().splitlines()[-1].startswith("Loaded ")
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            b'{"id": 1, "name": "Amiga", "id": 2}\n',
+            "platforms.jsonl:1: id: given twice in one object",
+        ),
+        (
+            b'{"id": 1, "name" : "A", "name":"B"}\n',
+            "platforms.jsonl:1: name: given twice in one object",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_an_error(served, line, message):
+    database, bad = served
+    write_lines(bad, "platforms", [{"id": 3, "name": "C64"}, line])
+    assert_fails(bad, database, message.replace(":1:", ":2:"))
+
+
+def test_colons_in_strings_are_not_duplicate_keys(tmp_path):
+    source = tmp_path / "src"
+    record = {
+        "id": 1,
+        "name": 'a": "b": https://x',
+        "website": "",
+        "location": "",
+        "latitude": None,
+        "longitude": None,
+        "tags": ['x":', "y"],
+    }
+    write_lines(source, "bbses", [record])
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    assert counts(tmp_path / "db.sqlite3")["bbses"] == 1
+
+
+def test_a_field_too_long_is_refused_early(served):
+    from demoserv.catalogue import load
+
+    database, bad = served
+    title = "x" * (load.FIELD_LIMIT + 1)
+    write_lines(bad, "productions", [dict(PRODUCTION, title=title)])
+    assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")
+    # A line past the line limit is refused having read only the limit.
+    huge = b'{"id": 1, "title": "' + b"y" * (load.LINE_LIMIT + 10) + b'"}\n'
+    write_lines(bad, "productions", [huge])
+    assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")

@@ -9,6 +9,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..db import database_path, get_database
+from . import install
 from .export import export_catalogue
 from .load import CatalogueError, Progress, load_catalogue
 
@@ -54,22 +55,60 @@ def _summary(counts):
     return ", ".join(f"{count} {name}" for name, count in counts.items())
 
 
+def _changes(counts, before):
+    """Each resource's count, as ``before → after`` when a catalogue was replaced."""
+    if not before:
+        return _summary(counts)
+    names = list(counts) + [name for name in before if name not in counts]
+    return ", ".join(f"{name} {before.get(name, 0)} → {counts.get(name, 0)}" for name in names)
+
+
+def _fail(error):
+    click.echo(str(error), err=True)
+    sys.exit(getattr(error, "exit_status", 1))
+
+
 @click.command("load")
 @click.argument("source", type=click.Path(path_type=Path))
+@click.option("--wait", is_flag=True, help="If another load is running, wait for it to end.")
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Load even if a resource that the served catalogue has would be left empty.",
+)
 @with_appcontext
-def load_command(source):
-    """Load SOURCE, replacing the served catalogue: a catalogue folder, or the upstream's
-    daily database export (a .sql or .sql.gz file)."""
+def load_command(source, wait, allow_empty):
+    """Load SOURCE, replacing the served catalogue (kept as the previous one for
+    ``flask rollback``): a catalogue folder, or the upstream's daily database export
+    (a .sql or .sql.gz file)."""
     target = database_path(current_app)
     progress = TerminalProgress() if sys.stdout.isatty() else Progress()
     started = time.monotonic()
-    try:
-        counts = load_catalogue(source, target, progress)
-    except CatalogueError as error:
-        click.echo(str(error), err=True)
-        sys.exit(1)
-    elapsed = time.monotonic() - started
-    click.echo(f"Loaded {_summary(counts)} into {target} in {elapsed:.1f} s.")
+    # Everything, the summary included, under the signal handling: once the new file
+    # is in place a signal can no longer turn the success into a failure.
+    with install.handling_signals(target):
+        try:
+            counts, before = load_catalogue(
+                source, target, progress, wait=wait, allow_empty=allow_empty
+            )
+        except (CatalogueError, install.InstallError) as error:
+            _fail(error)
+        elapsed = time.monotonic() - started
+        click.echo(f"Loaded {_changes(counts, before)} into {target} in {elapsed:.1f} s.")
+
+
+@click.command("rollback")
+@click.option("--wait", is_flag=True, help="If a load is running, wait for it to end.")
+@with_appcontext
+def rollback_command(wait):
+    """Serve the previous catalogue again; the current one becomes the previous."""
+    target = database_path(current_app)
+    with install.handling_signals(target):
+        try:
+            counts = install.rollback(target, wait=wait)
+        except install.InstallError as error:
+            _fail(error)
+        click.echo(f"Rolled back {target} to its previous catalogue: {_summary(counts)}.")
 
 
 @click.command("export")
@@ -85,4 +124,5 @@ def export_command(target):
 
 def init_app(app):
     app.cli.add_command(load_command)
+    app.cli.add_command(rollback_command)
     app.cli.add_command(export_command)

@@ -8,8 +8,10 @@ sides must agree, and a side not given is derived from the other (the upstream's
 where it has one, else the order in which the files gave the relation).
 """
 
+import json
 import os
-import uuid
+import re
+import stat
 from pathlib import Path
 
 import orjson
@@ -18,6 +20,7 @@ from marshmallow import ValidationError
 from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..shared import date_key, name_key, sortable_title
+from . import install
 from .build import Builder
 from .pgdump import DumpError
 from .upstream import import_dump
@@ -50,11 +53,12 @@ class Progress:
         """While importing a dump: the table being read and its rows so far."""
 
 
-def load_catalogue(source, database, progress=None):
+def load_catalogue(source, database, progress=None, *, wait=False, allow_empty=False):
     """Load the catalogue folder ``source``, or the upstream's database export (a
     ``.sql`` or ``.sql.gz`` file), into the database file ``database``.
 
-    Returns the number of records of each resource.
+    Returns (the number of records of each resource, the same of the catalogue it
+    replaced). See ``install`` for the lock, the checks and the previous file.
     """
     progress = progress or Progress()
     if Path(source).is_file():
@@ -62,7 +66,16 @@ def load_catalogue(source, database, progress=None):
     else:
         paths = catalogue_files(Path(source))
         fill = lambda builder: _Loader(builder, paths, progress).run()  # noqa: E731
-    return build_database(database, fill, progress)
+    target = Path(database)
+    with install.building(target, wait=wait) as building:
+        builder = Builder(building)
+        try:
+            counts, features = fill(builder)
+            builder.finish(counts, features, progress)
+        finally:
+            builder.close()
+        before = install.install(building, target, counts, allow_empty=allow_empty)
+    return counts, before
 
 
 def _import(source, builder, progress):
@@ -72,37 +85,67 @@ def _import(source, builder, progress):
         raise CatalogueError(str(error)) from None
 
 
-def build_database(database, fill, progress):
-    """Build a new database file with ``fill(builder)`` -> (counts, features) and rename
-    it over ``database``. Returns the counts."""
-    target = Path(database)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = target.with_name(f".{target.name}.{uuid.uuid4().hex}.loading")
-    try:
-        builder = Builder(building)
-        try:
-            counts, features = fill(builder)
-            builder.finish(counts, features, progress)
-        finally:
-            builder.close()
-        _fsync(building)
-        os.replace(building, target)
-        _fsync(target.parent)
-    finally:
-        building.unlink(missing_ok=True)
-    return counts
+# Names that look meant as a catalogue file but are not one ("productions.json").
+_LOOKALIKE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz")
 
 
 def catalogue_files(source):
-    """The catalogue files present in ``source``, by resource, in load order."""
+    """The catalogue files present in ``source``, by resource, in load order.
+
+    A name that is present must be a readable regular file (or a link to one); a file
+    whose name looks meant as a catalogue file but is not one is an error too.
+    """
     if not source.is_dir():
         raise CatalogueError(f"{source}: not a folder")
+    expected = {f"{name}.jsonl" for name in LOAD_ORDER}
+    try:
+        names = sorted(entry.name for entry in os.scandir(source))
+    except OSError as error:
+        raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
+    for name in names:
+        lower = name.lower()
+        if name in expected or name.startswith("."):
+            continue
+        if lower.endswith(_LOOKALIKE_SUFFIXES) or lower.split(".")[0] in LOAD_ORDER:
+            raise CatalogueError(
+                f"{source / name}: not a catalogue file name "
+                f"(expected {', '.join(sorted(expected))})"
+            )
     paths = {name: source / f"{name}.jsonl" for name in LOAD_ORDER}
-    paths = {name: path for name, path in paths.items() if path.is_file()}
+    paths = {name: path for name, path in paths.items() if f"{name}.jsonl" in names}
     if not paths:
         expected = ", ".join(f"{name}.jsonl" for name in LOAD_ORDER)
         raise CatalogueError(f"{source}: no catalogue files (expected any of {expected})")
+    for path in paths.values():
+        _open_regular(path).close()
     return paths
+
+
+def _open_regular(path):
+    """``path`` opened for reading, if it is a regular file (links followed)."""
+    try:
+        # Non-blocking, so that opening a FIFO does not wait for a writer.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise CatalogueError(f"{path}: a symbolic link to nothing") from None
+    except OSError as error:
+        raise CatalogueError(f"{path}: cannot be read: {error.strerror}") from None
+    kind = stat.S_IFMT(os.fstat(descriptor).st_mode)
+    if kind != stat.S_IFREG:
+        os.close(descriptor)
+        what = _KINDS.get(kind, "not a regular file")
+        raise CatalogueError(f"{path}: not a regular file but {what}")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "rb", buffering=1 << 16)
+
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def _fsync(path):
@@ -114,17 +157,32 @@ def _fsync(path):
 
 
 def read_records(path, schema, progress):
-    """Yield (line number, validated record) for each record line of ``path``."""
-    progress.file_started(path.name, path.stat().st_size)
-    pending_size = pending_lines = 0
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, 1):
+    """Yield (line number, validated record) for each record line of ``path``.
+
+    A line holds at most LINE_LIMIT bytes and a string field at most FIELD_LIMIT
+    characters; a key given twice in one object is an error.
+    """
+    lines = _open_regular(path)
+    with lines:
+        progress.file_started(path.name, os.fstat(lines.fileno()).st_size)
+        pending_size = pending_lines = 0
+        number = 0
+        while True:
+            try:
+                raw = lines.readline(LINE_LIMIT + 1)
+            except OSError as error:
+                raise CatalogueError(f"{path}: cannot be read: {error.strerror}") from None
+            if not raw:
+                break
+            number += 1
+            where = f"{path.name}:{number}"
+            if len(raw) > LINE_LIMIT and not raw.endswith(b"\n"):
+                raise CatalogueError(f"{where}: {_field_at_end(raw)}: too long {_LIMITS}")
             pending_size += len(raw)
             pending_lines += 1
             if pending_lines == PROGRESS_EVERY:
                 progress.advanced(pending_size, pending_lines)
                 pending_size = pending_lines = 0
-            where = f"{path.name}:{number}"
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -143,12 +201,75 @@ def read_records(path, schema, progress):
                 ) from None
             if not isinstance(data, dict):
                 raise CatalogueError(f"{where}: record: not a JSON object")
+            if len(raw) > FIELD_LIMIT:
+                _check_lengths(data, where)
+            if not _no_duplicate_keys(raw, data):
+                _check_duplicate_keys(text, where)
             try:
                 yield number, schema.load(data)
             except ValidationError as error:
                 field, message = first_error(error.messages)
                 raise CatalogueError(f"{where}: {field}: {message}") from None
-    progress.advanced(pending_size, pending_lines)
+        progress.advanced(pending_size, pending_lines)
+
+
+FIELD_LIMIT = 1 << 20  # characters of one string field
+LINE_LIMIT = 8 << 20  # bytes of one record line
+_LIMITS = "(a string field holds at most 1 MiB, a record line at most 8 MiB)"
+_SPACE_BEFORE_COLON = re.compile(rb'"[ \t\r\n]+:')
+_LAST_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:')
+
+
+def _no_duplicate_keys(raw, data):
+    """True if ``raw``, parsed as ``data``, surely gives no key twice in an object.
+
+    Without ``\\u`` escapes and spaces before colons, ``":`` in the line counts its keys
+    plus the quotes followed by a colon inside strings, and ``":`` in orjson's output
+    counts the distinct keys plus the same quotes: equal counts mean no key was lost.
+    A few microseconds a line; when it cannot tell, the slow exact check decides.
+    """
+    return (
+        b"\\u" not in raw
+        and _SPACE_BEFORE_COLON.search(raw) is None
+        and raw.count(b'":') == orjson.dumps(data).count(b'":')
+    )
+
+
+def _check_duplicate_keys(text, where):
+    """Read ``text`` again, slowly, when the quick count could not rule duplicates out."""
+
+    def unique(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CatalogueError(f"{where}: {key}: given twice in one object")
+            seen.add(key)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=unique)
+
+
+def _check_lengths(value, where, field=()):
+    if isinstance(value, str):
+        if len(value) > FIELD_LIMIT:
+            raise CatalogueError(f"{where}: {'.'.join(field) or 'record'}: too long {_LIMITS}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_lengths(item, where, field + (str(key),))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_lengths(item, where, field + (str(index),))
+
+
+def _field_at_end(raw):
+    """The key of the field that a cut line ends in, as far as its text shows."""
+    matches = list(_LAST_KEY.finditer(raw, max(0, len(raw) - LINE_LIMIT)))
+    if not matches:
+        return "record"
+    try:
+        return json.loads(b'"' + matches[-1].group(1) + b'"')
+    except ValueError:
+        return "record"
 
 
 def first_error(messages, path=()):
