@@ -311,6 +311,7 @@ def _read_dump(path, wanted, progress):
 def _read_lines(stream, file, name, wanted, progress):
     """The wanted rows of the dump text ``stream``; ``file`` is the file it comes from."""
     lines = enumerate(stream, 1)
+    bytes_read = file.tell if file.seekable() else lambda: 0  # a pipe has no position
     where, line_number = name, 0
     tables_seen = set()
     try:
@@ -332,7 +333,7 @@ def _read_lines(stream, file, name, wanted, progress):
             tables_seen.add(table)
             where = table
             if progress:
-                progress(file.tell(), table, 0)
+                progress(bytes_read(), table, 0)
             if table not in wanted:
                 # Skipped without decoding: only the end-of-block line matters.
                 for line_number, line in lines:
@@ -350,11 +351,11 @@ def _read_lines(stream, file, name, wanted, progress):
                 rows += 1
                 yield table, line_number, block.convert(line.rstrip(b"\n"), line_number)
                 if progress and not rows & (PROGRESS_EVERY - 1):
-                    progress(file.tell(), table, rows)
+                    progress(bytes_read(), table, rows)
             else:
                 raise DumpError(f"{table}:{line_number}: the COPY block never ends")
             if progress:
-                progress(file.tell(), table, rows)
+                progress(bytes_read(), table, rows)
             where = name
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DumpError(
