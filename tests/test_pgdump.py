@@ -10,6 +10,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from demoserv.catalogue.pgdump import PROGRESS_EVERY, DumpError, read_tables
 
@@ -148,6 +150,18 @@ def test_every_type_and_null(write_dump):
     ]
 
 
+def test_null_beside_escapes_and_other_values(write_dump):
+    rows = [b"\\N\tx\\Ny\t1", b"\\\\N\t\\N\t\\N", b"\\N\t\\N\t-3", b"a\t\\N\t2"]
+    path = write_dump(one_table(["a", "b", "c"], rows))
+    wanted = {"t": {"a": "text", "b": "text", "c": "int"}}
+    assert [row for _, _, row in read_tables(path, wanted)] == [
+        (None, "xNy", 1),
+        ("\\N", None, None),
+        (None, None, -3),
+        ("a", None, 2),
+    ]
+
+
 @pytest.mark.parametrize(
     "field, value",
     [
@@ -190,6 +204,52 @@ def test_timestamps_compare_in_time_order(write_dump):
 )
 def test_copy_text_escapes(write_dump, field, value):
     assert values_of(write_dump, "text", field) == [value]
+
+
+COPY_ESCAPES = {
+    "\\": b"\\\\",
+    "\t": b"\\t",
+    "\n": b"\\n",
+    "\r": b"\\r",
+    "\b": b"\\b",
+    "\f": b"\\f",
+    "\v": b"\\v",
+}
+
+
+def copy_field(value, style):
+    """A value as COPY writes it (style "plain"), or with every byte escaped in octal or hex."""
+    if value is None:
+        return b"\\N"
+    if style == "octal":
+        return b"".join(b"\\%o" % byte for byte in value.encode())
+    if style == "hex":
+        return b"".join(b"\\x%x" % byte for byte in value.encode())
+    return b"".join(COPY_ESCAPES.get(character, character.encode()) for character in value)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.none()
+            | st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")),
+            st.sampled_from(["plain", "octal", "hex"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_text_comes_back_as_written(tmp_path_factory, fields):
+    path = tmp_path_factory.mktemp("escapes") / "dump.sql"
+    path.write_bytes(
+        one_table(
+            [f"c{number}" for number in range(len(fields))],
+            [b"\t".join(copy_field(*field) for field in fields)],
+        )
+    )
+    wanted = {"t": {f"c{number}": "text" for number in range(len(fields))}}
+    assert [row for _, _, row in read_tables(path, wanted)] == [tuple(value for value, _ in fields)]
 
 
 def test_an_escaped_tab_does_not_separate_fields(write_dump):

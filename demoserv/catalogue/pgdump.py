@@ -138,6 +138,7 @@ _FAST_EXPRESSIONS = {
 }
 _FAST_NAMESPACE = {
     "_BACKSLASH": "\\",
+    "_NULL": "\\N",
     "_NUL": "\x00",
     "_BOOLEANS": {"t": True, "f": False},
     "_to_float": _to_float,
@@ -151,13 +152,13 @@ def _compile_fast_path(indexes_and_types):
     field numbers (never from the dump's text) so that a row costs one Python call, not one
     per field:
 
-    - the tuple of wanted values, or None when an integer field is not plain digits
-      (int() alone would take " 1", "+1", "1_000");
-    - whether the wanted fields hold no backslash (escape or NULL) and no NUL character.
+    - the tuple of wanted values, NULL as None, or None when an integer field is not plain
+      digits (int() alone would take " 1", "+1", "1_000");
+    - whether the wanted fields hold no NUL character and no backslash but whole NULLs.
     """
     fields = [f"fields[{index}]" for index, _ in indexes_and_types]
     values = "".join(
-        _FAST_EXPRESSIONS[type_name].format(field) + ", "
+        f"None if {field} == _NULL else {_FAST_EXPRESSIONS[type_name].format(field)}, "
         for field, (_, type_name) in zip(fields, indexes_and_types)
     )
     integers = [
@@ -165,9 +166,13 @@ def _compile_fast_path(indexes_and_types):
     ]
     row = f"({values})"
     if integers:
-        row += f" if (digits := {' + '.join(integers)}).isdigit() and digits.isascii() else None"
-    wanted_text = " + ".join(fields) or '""'
-    are_plain = f"_BACKSLASH not in (wanted := {wanted_text}) and _NUL not in wanted"
+        digits = f"(digits := ({' + '.join(integers)}).replace(_NULL, ''))"
+        row += f" if ({digits}.isdigit() or not digits) and digits.isascii() else None"
+    every_field = "".join(f"{field}, " for field in fields)
+    are_plain = (
+        f"_NUL not in (wanted := ''.join(({every_field}))) "
+        f"and wanted.count(_BACKSLASH) == ({every_field}).count(_NULL)"
+    )
     return (
         eval(f"lambda fields: {row}", _FAST_NAMESPACE),
         eval(f"lambda fields: {are_plain}", _FAST_NAMESPACE),
@@ -222,8 +227,8 @@ class _Block:
 
     def convert(self, line, line_number):
         """The row of one line (without its newline) as a tuple of the wanted values."""
-        # Fast path: no escape, NULL or NUL among the wanted fields; a backslash elsewhere
-        # is fine unless it escapes a tab, which would move the fields' bounds.
+        # Fast path: no escape and no NUL among the wanted fields; a backslash elsewhere is
+        # fine unless it escapes a tab, which would move the fields' bounds.
         try:
             text = line.decode()
             fields = text.split("\t")
