@@ -432,6 +432,11 @@ GOOD_VALUES = {
             "'2026-11-31 09:31:12+00' is not a timestamp with a UTC offset",
         ),
         ("timestamp", b"infinity", "'infinity' is not a timestamp with a UTC offset"),
+        (
+            "timestamp",
+            b"9999-12-31 23:00:00-05",  # past the year 9999 in UTC
+            "'9999-12-31 23:00:00-05' is not a timestamp with a UTC offset",
+        ),
         ("text", b"\\0", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\x00b", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\000", "contains a NUL character, which PostgreSQL text cannot hold"),

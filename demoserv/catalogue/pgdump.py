@@ -41,8 +41,8 @@ _SINGLE_CHARACTER_ESCAPES = {
 _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
-    r"([+-])([0-9]{2})(?::([0-9]{2}))?(?::([0-9]{2}))?"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?"
+    r"[+-][0-9]{2}(?::[0-9]{2}){0,2}"  # offset: +HH, +HH:MM or, for old dates, +HH:MM:SS
 )
 
 
@@ -94,26 +94,11 @@ def _to_date(text):
 
 def _to_timestamp(text):
     """A timestamp with a UTC offset as ISO 8601 in UTC, so that strings sort in time order."""
-    match = _TIMESTAMP.fullmatch(text)
     try:
-        if match:
-            year, month, day, hour, minute, second, fraction, sign, *offset = match.groups()
-            offset_hours, offset_minutes, offset_seconds = (int(part or 0) for part in offset)
-            offset = datetime.timedelta(
-                hours=offset_hours, minutes=offset_minutes, seconds=offset_seconds
-            )
-            moment = datetime.datetime(
-                int(year),
-                int(month),
-                int(day),
-                int(hour),
-                int(minute),
-                int(second),
-                int((fraction or "").ljust(6, "0")),
-                datetime.timezone(-offset if sign == "-" else offset),
-            )
-            in_utc = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-            return in_utc.isoformat(timespec="microseconds") + "Z"
+        # The pattern keeps out what fromisoformat would also take ("T", "Z", no offset).
+        if _TIMESTAMP.fullmatch(text):
+            moment = datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+            return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     except (ValueError, OverflowError):
         pass
     raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
