@@ -331,6 +331,7 @@ def _read_lines(stream, file, name, wanted, progress):
                         break
                 else:
                     raise DumpError(f"{table}:{line_number}: the COPY block never ends")
+                where = name
                 continue
             columns = [_unquote(column) for column in re.findall(_IDENTIFIER, column_list or b"")]
             block = _Block(table, columns, wanted[table], line_number)
