@@ -41,8 +41,8 @@ _SINGLE_CHARACTER_ESCAPES = {
 _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
-    r"([+-])([0-9]{2})(?::([0-9]{2}))?(?::([0-9]{2}))?"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?"
+    r"[+-][0-9]{2}(?::[0-9]{2}){0,2}"  # offset: +HH, +HH:MM or, for old dates, +HH:MM:SS
 )
 
 
@@ -94,26 +94,11 @@ def _to_date(text):
 
 def _to_timestamp(text):
     """A timestamp with a UTC offset as ISO 8601 in UTC, so that strings sort in time order."""
-    match = _TIMESTAMP.fullmatch(text)
     try:
-        if match:
-            year, month, day, hour, minute, second, fraction, sign, *offset = match.groups()
-            offset_hours, offset_minutes, offset_seconds = (int(part or 0) for part in offset)
-            offset = datetime.timedelta(
-                hours=offset_hours, minutes=offset_minutes, seconds=offset_seconds
-            )
-            moment = datetime.datetime(
-                int(year),
-                int(month),
-                int(day),
-                int(hour),
-                int(minute),
-                int(second),
-                int((fraction or "").ljust(6, "0")),
-                datetime.timezone(-offset if sign == "-" else offset),
-            )
-            in_utc = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-            return in_utc.isoformat(timespec="microseconds") + "Z"
+        # The pattern keeps out what fromisoformat would also take ("T", "Z", no offset).
+        if _TIMESTAMP.fullmatch(text):
+            moment = datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+            return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     except (ValueError, OverflowError):
         pass
     raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
@@ -138,6 +123,7 @@ _FAST_EXPRESSIONS = {
 }
 _FAST_NAMESPACE = {
     "_BACKSLASH": "\\",
+    "_NULL": "\\N",
     "_NUL": "\x00",
     "_BOOLEANS": {"t": True, "f": False},
     "_to_float": _to_float,
@@ -151,13 +137,13 @@ def _compile_fast_path(indexes_and_types):
     field numbers (never from the dump's text) so that a row costs one Python call, not one
     per field:
 
-    - the tuple of wanted values, or None when an integer field is not plain digits
-      (int() alone would take " 1", "+1", "1_000");
-    - whether the wanted fields hold no backslash (escape or NULL) and no NUL character.
+    - the tuple of wanted values, NULL as None, or None when an integer field is not plain
+      digits (int() alone would take " 1", "+1", "1_000");
+    - whether the wanted fields hold no NUL character and no backslash but whole NULLs.
     """
     fields = [f"fields[{index}]" for index, _ in indexes_and_types]
     values = "".join(
-        _FAST_EXPRESSIONS[type_name].format(field) + ", "
+        f"None if {field} == _NULL else {_FAST_EXPRESSIONS[type_name].format(field)}, "
         for field, (_, type_name) in zip(fields, indexes_and_types)
     )
     integers = [
@@ -165,9 +151,13 @@ def _compile_fast_path(indexes_and_types):
     ]
     row = f"({values})"
     if integers:
-        row += f" if (digits := {' + '.join(integers)}).isdigit() and digits.isascii() else None"
-    wanted_text = " + ".join(fields) or '""'
-    are_plain = f"_BACKSLASH not in (wanted := {wanted_text}) and _NUL not in wanted"
+        digits = f"(digits := ({' + '.join(integers)}).replace(_NULL, ''))"
+        row += f" if ({digits}.isdigit() or not digits) and digits.isascii() else None"
+    every_field = "".join(f"{field}, " for field in fields)
+    are_plain = (
+        f"_NUL not in (wanted := ''.join(({every_field}))) "
+        f"and wanted.count(_BACKSLASH) == ({every_field}).count(_NULL)"
+    )
     return (
         eval(f"lambda fields: {row}", _FAST_NAMESPACE),
         eval(f"lambda fields: {are_plain}", _FAST_NAMESPACE),
@@ -222,8 +212,8 @@ class _Block:
 
     def convert(self, line, line_number):
         """The row of one line (without its newline) as a tuple of the wanted values."""
-        # Fast path: no escape, NULL or NUL among the wanted fields; a backslash elsewhere
-        # is fine unless it escapes a tab, which would move the fields' bounds.
+        # Fast path: no escape and no NUL among the wanted fields; a backslash elsewhere is
+        # fine unless it escapes a tab, which would move the fields' bounds.
         try:
             text = line.decode()
             fields = text.split("\t")
@@ -311,6 +301,7 @@ def _read_dump(path, wanted, progress):
 def _read_lines(stream, file, name, wanted, progress):
     """The wanted rows of the dump text ``stream``; ``file`` is the file it comes from."""
     lines = enumerate(stream, 1)
+    bytes_read = file.tell if file.seekable() else lambda: 0  # a pipe has no position
     where, line_number = name, 0
     tables_seen = set()
     try:
@@ -332,7 +323,7 @@ def _read_lines(stream, file, name, wanted, progress):
             tables_seen.add(table)
             where = table
             if progress:
-                progress(file.tell(), table, 0)
+                progress(bytes_read(), table, 0)
             if table not in wanted:
                 # Skipped without decoding: only the end-of-block line matters.
                 for line_number, line in lines:
@@ -340,6 +331,7 @@ def _read_lines(stream, file, name, wanted, progress):
                         break
                 else:
                     raise DumpError(f"{table}:{line_number}: the COPY block never ends")
+                where = name
                 continue
             columns = [_unquote(column) for column in re.findall(_IDENTIFIER, column_list or b"")]
             block = _Block(table, columns, wanted[table], line_number)
@@ -350,11 +342,11 @@ def _read_lines(stream, file, name, wanted, progress):
                 rows += 1
                 yield table, line_number, block.convert(line.rstrip(b"\n"), line_number)
                 if progress and not rows & (PROGRESS_EVERY - 1):
-                    progress(file.tell(), table, rows)
+                    progress(bytes_read(), table, rows)
             else:
                 raise DumpError(f"{table}:{line_number}: the COPY block never ends")
             if progress:
-                progress(file.tell(), table, rows)
+                progress(bytes_read(), table, rows)
             where = name
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DumpError(
