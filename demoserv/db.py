@@ -12,8 +12,6 @@ import logging
 import os
 import sqlite3
 import threading
-from array import array
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -26,11 +24,9 @@ from sqlalchemy.pool import QueuePool
 
 from . import tables
 from .errors import APIError
+from .listing import Listings
 
 log = logging.getLogger(__name__)
-
-# Ids of ordered or filtered listings kept per file, in all: 8 bytes each, so 24 MB.
-DERIVED_BUDGET = 3_000_000
 
 
 class CatalogueUnavailable(APIError):
@@ -50,36 +46,12 @@ class Catalogue:
     loaded_at: str
     counts: dict
     features: frozenset = frozenset()
-    derived: OrderedDict = field(default_factory=OrderedDict)
-    derived_size: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    listings: Listings = field(default_factory=Listings)
 
     def listing(self, resource, ordering, conditions, connection):
         """The ids of a filtered listing, or of one in an order on several keys, in
-        order: found once per file while among the latest found (the file cannot
-        change while it is served, so neither can what is derived from it)."""
-        id_column = resource.table.c.id
-        order = ordering.clauses() if ordering.single_key is None else [ordering.by_rank()]
-        query = select(id_column).where(*conditions.clauses).order_by(*order)
-        return self.remember(
-            (resource.name, ordering.cache_key, conditions.key),
-            lambda: array("q", connection.execute(query).scalars()),
-        )
-
-    def remember(self, key, compute, budget=DERIVED_BUDGET):
-        """``compute()`` (a sequence), kept while the lengths of the latest computed add
-        up to at most ``budget`` (each counts at least 1, so empty ones count too)."""
-        value = self.derived.get(key)
-        if value is not None:
-            return value
-        with self.lock:  # one computation at a time: each may read a whole table
-            value = self.derived.get(key)
-            if value is None:
-                value = self.derived[key] = compute()
-                self.derived_size += max(len(value), 1)
-                while self.derived_size > budget and len(self.derived) > 1:
-                    self.derived_size -= max(len(self.derived.popitem(last=False)[1]), 1)
-        return value
+        order (listing.py)."""
+        return self.listings.ids(connection, resource, ordering, conditions)
 
 
 def _file_id(stat):

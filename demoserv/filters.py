@@ -12,6 +12,7 @@ and ``7,7``) give the same key, so that they are one listing.
 import re
 from dataclasses import dataclass
 
+import numpy as np
 from sqlalchemy import select
 
 from .errors import APIError
@@ -40,6 +41,7 @@ class Filter:
     repeatable = False
     schema = {"type": "string"}
     feature = None
+    column = None  # the record table's column an in-memory array holds, if any
 
     def normalise(self, values):
         """The canonical value of the parameter's non-empty ``values`` (400 if bad)."""
@@ -47,6 +49,20 @@ class Filter:
 
     def condition(self, table, value):
         """The SQL condition for the canonical ``value``."""
+        raise NotImplementedError
+
+    # A filter with ``array`` is evaluated on the array of its column (listing.py);
+    # the others find their records' ids with SQL, on an index.
+    array = None
+
+    def mask(self, columns, value, connection, table):
+        """The rows of ``columns`` (listing.Columns) that the filter keeps."""
+        if self.array is not None:
+            return self.array_mask(columns.arrays[f"filter:{self.column}"], value)
+        found = connection.execute(select(table.c.id).where(self.condition(table, value)))
+        return columns.mask_of_ids(found.scalars().all())
+
+    def array_mask(self, values, value):
         raise NotImplementedError
 
 
@@ -75,6 +91,7 @@ class TitleEquals(Filter):
 @dataclass(frozen=True)
 class CountryCode(Filter):
     feature: str = None
+    column: str = "country_code"
     schema = {"type": "string", "pattern": "^([A-Za-z]{2})?$"}
 
     def normalise(self, values):
@@ -84,6 +101,17 @@ class CountryCode(Filter):
 
     def condition(self, table, value):
         return table.c.country_code == value
+
+    def array(self, values):
+        return np.array([_country(value) for value in values], dtype=np.int32)
+
+    def array_mask(self, values, value):
+        return values == _country(value)
+
+
+def _country(code):
+    """A country code as a number (0 for none)."""
+    return ord(code[0]) * 256 + ord(code[1]) if code else 0
 
 
 @dataclass(frozen=True)
@@ -103,6 +131,13 @@ class Choice(Filter):
     def condition(self, table, value):
         return table.c[self.column] == value
 
+    def array(self, values):
+        codes = {choice: index for index, choice in enumerate(self.choices)}
+        return np.array([codes.get(value, -1) for value in values], dtype=np.int8)
+
+    def array_mask(self, values, value):
+        return values == self.choices.index(value)
+
 
 @dataclass(frozen=True)
 class Flag(Filter):
@@ -117,6 +152,12 @@ class Flag(Filter):
     def condition(self, table, value):
         return table.c[self.column] == value
 
+    def array(self, values):
+        return np.array([bool(value) for value in values], dtype=bool)
+
+    def array_mask(self, values, value):
+        return values if value else ~values
+
 
 @dataclass(frozen=True)
 class IdEquals(Filter):
@@ -128,6 +169,12 @@ class IdEquals(Filter):
 
     def condition(self, table, value):
         return table.c[self.column] == value
+
+    def array(self, values):
+        return np.array([value or 0 for value in values], dtype=np.int64)
+
+    def array_mask(self, values, value):
+        return values == value
 
 
 @dataclass(frozen=True)
@@ -144,6 +191,13 @@ class AtMost(Filter):
 
     def condition(self, table, value):
         return table.c[self.column] <= value
+
+    def array(self, values):
+        never = np.iinfo(np.int32).max  # no value: matches no bound
+        return np.array([never if value is None else value for value in values], dtype=np.int32)
+
+    def array_mask(self, values, value):
+        return values <= value
 
 
 @dataclass(frozen=True)
@@ -163,6 +217,16 @@ class DateBound(Filter):
     def condition(self, table, value):
         column = table.c[self.column]
         return column < value if self.before else column >= value
+
+    def array(self, values):
+        return np.array(
+            [-1 if value is None else int(value.replace("-", "")) for value in values],
+            dtype=np.int32,
+        )
+
+    def array_mask(self, values, value):
+        bound = int(value.replace("-", ""))
+        return ((values < bound) & (values >= 0)) if self.before else (values >= bound)
 
 
 @dataclass(frozen=True)
@@ -185,6 +249,16 @@ class TimeBound(Filter):
     def condition(self, table, value):
         column = table.c[self.column]
         return column < value if self.before else column >= value
+
+    def array(self, values):
+        return np.array(
+            ["NaT" if value is None else value.removesuffix("Z") for value in values],
+            dtype="datetime64[us]",
+        )
+
+    def array_mask(self, values, value):
+        bound = np.datetime64(value.removesuffix("Z"), "us")
+        return values < bound if self.before else values >= bound  # NaT never matches
 
 
 @dataclass(frozen=True)
@@ -228,18 +302,19 @@ class LinkUrl(Filter):
 
 @dataclass(frozen=True)
 class Conditions:
-    """The filters a request asked for: their SQL conditions and a key naming them."""
+    """The filters a request asked for: (filter, canonical value) pairs, and a key
+    naming them."""
 
-    clauses: tuple
+    items: tuple
     key: tuple
 
     def __bool__(self):
-        return bool(self.clauses)
+        return bool(self.items)
 
 
 def parse(resource, args, catalogue):
     """The Conditions that the query parameters ``args`` ask of ``resource``."""
-    clauses, key = [], []
+    items, key = [], []
     for item in resource.filters:
         values = [value for value in args.getlist(item.parameter) if value != ""]
         if not values:
@@ -253,9 +328,9 @@ def parse(resource, args, catalogue):
                 f'The filter "{item.parameter}" cannot be used: this catalogue does not '
                 f"record {item.feature.replace('_', ' ')}.",
             )
-        clauses.append(item.condition(resource.table, value))
+        items.append((item, value))
         key.append((item.parameter, value))
-    return Conditions(tuple(clauses), tuple(key))
+    return Conditions(tuple(items), tuple(key))
 
 
 def time_bounds(what):

@@ -26,7 +26,7 @@ from sqlalchemy import (
 
 metadata = MetaData()
 # Bumped whenever a table or column changes: the server refuses files of another schema.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _rank(name):
@@ -61,6 +61,16 @@ catalogue_info = Table(
     Column("schema_version", Integer, nullable=False),
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
+)
+
+# Each resource's sort and filter columns as arrays in id order (listing.py).
+listing_columns = Table(
+    "listing_columns",
+    metadata,
+    Column("resource", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("dtype", Text, nullable=False),
+    Column("data", LargeBinary, nullable=False),
 )
 
 record_counts = Table(

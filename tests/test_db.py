@@ -111,23 +111,30 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
 
     with app.app_context():
         catalogue = get_database().current()
-    assert list(catalogue.derived) == [
+    assert catalogue.listings.kept == [
         ("productions", (("supertype", False), ("release_date_date", True)), ())
     ]
 
 
-def test_derived_values_are_bounded_in_size(tmp_path, loaded_database):
-    from demoserv.db import Catalogue
+def test_kept_listings_are_bounded_and_equivalent_values_are_one(app, client, monkeypatch):
+    from demoserv import listing
+    from demoserv.db import get_database
 
-    catalogue = Catalogue(None, None, "v", "t", {})
-    calls = []
-    for key in range(20):
-        catalogue.remember(key, lambda key=key: calls.append(key) or [key] * 10, budget=40)
-    assert catalogue.remember(19, lambda: "again", budget=40) == [19] * 10
-    assert list(catalogue.derived) == [16, 17, 18, 19] and calls == list(range(20))
-    # One value larger than the budget is still kept, alone.
-    catalogue.remember("big", lambda: [0] * 100, budget=40)
-    assert list(catalogue.derived) == ["big"]
+    monkeypatch.setattr(listing, "CACHE_BYTES", 4096)
+    for title in range(40):  # listings that match nothing count too
+        assert client.get(f"/api/v1/productions/?title=nothing-{title}").json["count"] == 0
+    with app.app_context():
+        listings = get_database().current().listings
+    assert 0 < listings.kept_bytes <= 4096 and len(listings.kept) < 40
+    assert listings.kept[-1][2] == (("title", "nothing-39"),)
+    before = len(listings.kept)
+    for query in ("released_since=1991", "released_since=1991-01", "released_since=1991-01-01"):
+        client.get(f"/api/v1/productions/?{query}")
+    for query in ("platform=7", "platform=07", "platform=7,7", "platform=7&platform=7"):
+        client.get(f"/api/v1/productions/?{query}")
+    keys = [key[2] for key in listings.kept[-2:]]
+    assert keys == [(("released_since", "1991-01-01"),), (("platform", (7,)),)]
+    assert len(listings.kept) <= before + 2
 
 
 def _alter(database, statement):

@@ -12,7 +12,7 @@ import orjson
 from sqlalchemy import bindparam, create_engine, func, insert, select, update
 from sqlalchemy.schema import CreateTable
 
-from .. import links, ordering, tables
+from .. import links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import compile_dumper
 
@@ -70,6 +70,11 @@ class Builder:
             index.create(self.connection)
         progress.stage("building records")
         ReadModels(self.connection).build()
+        for name in LOAD_ORDER:
+            resource = BY_NAME[name]
+            listing.store_columns(
+                self.connection, resource, listing.build_columns(self.connection, resource)
+            )
         self.connection.execute(
             insert(tables.record_counts),
             [{"resource": name, "count": counts.get(name, 0)} for name in tables.RECORD_TABLES],

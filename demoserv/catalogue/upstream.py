@@ -211,6 +211,8 @@ def import_dump(source, builder, progress):
         for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
             staging.execute(f"PRAGMA {pragma}")
         _stage(source, staging, progress)
+        progress.stage("checking references")
+        _index(staging)
         _check(staging)
         staging.commit()
         staging.close()
@@ -306,6 +308,16 @@ def _insert(staging, statement, table, rows):
             seen[record_id] = line
         raise
     rows.clear()
+
+
+def _index(staging):
+    """Every staged reference column, indexed: the checks and the derivations join on
+    them."""
+    for table, column, _ in FOREIGN_KEYS:
+        staging.execute(f'CREATE INDEX "{table}_by_{column}" ON "{table}" ("{column}")')
+    staging.execute(
+        "CREATE INDEX taggeditem_by_object ON taggit_taggeditem (content_type_id, object_id, id)"
+    )
 
 
 def _check(staging):
@@ -433,8 +445,9 @@ def _fill(connection):
         "coalesce(ranking, ''), coalesce(score, '') FROM stage.parties_competitionplacing"
     )
     execute(
-        "UPDATE main.productions SET best_placing = (SELECT min(position) FROM main.placings "
-        "WHERE placings.production_id = productions.id)"
+        "UPDATE main.productions SET best_placing = best.position FROM (SELECT production_id, "
+        "min(position) AS position FROM stage.parties_competitionplacing "
+        "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
     )
     _bbses(connection)
 
@@ -493,22 +506,6 @@ def _tags(connection, app_label, model):
 
 def _productions(connection):
     execute = connection.execute
-    execute(
-        "CREATE INDEX stage.taggeditem_by_object ON taggit_taggeditem "
-        "(content_type_id, object_id, id)"
-    )
-    for table in (
-        "productions_production_author_nicks",
-        "productions_production_author_affiliation_nicks",
-        "productions_production_platforms",
-        "productions_production_types",
-        "productions_credit",
-        "productions_productionlink",
-        "productions_screenshot",
-        "parties_competitionplacing",
-    ):
-        execute(f"CREATE INDEX stage.{table}_by_production ON {table} (production_id)")
-    execute("CREATE INDEX stage.nickvariant_by_nick ON demoscene_nickvariant (nick_id)")
     execute(
         "INSERT INTO main.productions (id, title, release_date, supertype, tags, created_at, "
         "updated_at, sortable_title, title_key, release_date_key, has_screenshot) "

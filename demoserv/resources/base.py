@@ -206,7 +206,8 @@ class Resource:
         if not len(ids):
             return []
         statement = self.detail_docs_statement if detail else self.docs_statement
-        found = dict(connection.execute(statement, {"ids": list(ids)}).all())
+        ids = [int(record_id) for record_id in ids]
+        found = dict(connection.execute(statement, {"ids": ids}).all())
         return [found[record_id] for record_id in ids]
 
     def answer_list(self):

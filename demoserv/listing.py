@@ -1,0 +1,174 @@
+"""Listings that are not a single key's rank range: filtered ones and orders on several
+keys, found in memory with numpy so that any of them costs milliseconds, whatever a
+client asks for and however many new ones it asks for.
+
+At load, each resource's sort and filter columns are stored as arrays in id order
+(``listing_columns``): for every ordering key the record's rank (its position in that
+key's order) and its group (the dense rank of its value: equal values, equal groups),
+and the columns its filters read. A served file's arrays are read once, on its first
+listing. A listing is then a boolean mask from its filters (filters that need an index,
+such as a name or a linked id, ask SQLite for their ids) and an order: a single key's
+precomputed permutation, or a lexicographic sort of the groups of several keys. The
+result, an array of row positions, is kept in a cache bounded in bytes, so that the
+later pages of a listing cost a slice.
+"""
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from sqlalchemy import func, select
+
+from . import tables
+
+CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
+ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
+
+
+def _dense_rank(column):
+    order = column.asc().nulls_last() if column.nullable else column.asc()
+    return func.dense_rank().over(order_by=order)
+
+
+def build_columns(connection, resource):
+    """The arrays ``Columns`` reads, as {name: numpy array}, from the record table."""
+    table = resource.table
+    selected = [table.c.id.label("id")]
+    for name, key in resource.sort_keys.items():
+        selected.append(key.rank.label(f"rank:{name}"))
+        selected.append(_dense_rank(key.column).label(f"group:{name}"))
+    for item in resource.filters:
+        if item.array is not None:
+            selected.append(table.c[item.column].label(f"filter:{item.column}"))
+    query = select(*selected).order_by(table.c.id)
+    rows = connection.execute(query).all()
+    names = [column.name for column in selected]
+    arrays = {}
+    for index, name in enumerate(names):
+        values = [row[index] for row in rows]
+        if name.startswith("filter:"):
+            item = next(f for f in resource.filters if f"filter:{f.column}" == name)
+            arrays[name] = item.array(values)
+        elif name == "id":
+            arrays[name] = np.array(values, dtype=np.int64)
+        else:
+            arrays[name] = np.array(values, dtype=np.int32)
+    return arrays
+
+
+def store_columns(connection, resource, arrays):
+    connection.execute(
+        tables.listing_columns.insert(),
+        [
+            {
+                "resource": resource.name,
+                "name": name,
+                "dtype": array.dtype.str,
+                "data": array.tobytes(),
+            }
+            for name, array in arrays.items()
+        ],
+    )
+
+
+class Columns:
+    """One resource's arrays in one served file."""
+
+    def __init__(self, connection, resource):
+        self.resource = resource
+        query = select(
+            tables.listing_columns.c.name,
+            tables.listing_columns.c.dtype,
+            tables.listing_columns.c.data,
+        ).where(tables.listing_columns.c.resource == resource.name)
+        self.arrays = {
+            name: np.frombuffer(data, dtype=np.dtype(dtype))
+            for name, dtype, data in connection.execute(query)
+        }
+        self.ids = self.arrays["id"]
+        self._permutations = {}
+
+    def mask_of_ids(self, ids):
+        """A mask that holds at the rows of the records ``ids`` (unknown ids ignored)."""
+        mask = np.zeros(len(self.ids), dtype=bool)
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) and len(self.ids):
+            where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+            mask[where[self.ids[where] == ids]] = True
+        return mask
+
+    def permutation(self, key):
+        """Row positions in ascending order of ``key`` (ties by id)."""
+        found = self._permutations.get(key)
+        if found is None:
+            found = self._permutations[key] = np.argsort(self.arrays[f"rank:{key}"], kind="stable")
+        return found
+
+    def order(self, ordering, mask):
+        """The row positions where ``mask`` holds (None: all), in ``ordering``."""
+        if ordering.single_key is not None:
+            permutation = self.permutation(ordering.single_key.name)
+            chosen = permutation if mask is None else permutation[mask[permutation]]
+            return chosen[::-1] if ordering.descending else chosen
+        rows = np.arange(len(self.ids)) if mask is None else np.flatnonzero(mask)
+        first_sign = -1 if ordering.descending else 1
+        keys = [first_sign * rows]  # the tie-break: id, in the first key's direction
+        for key, descending in reversed(ordering.terms):
+            if key.name == "id":
+                keys[0] = (-1 if descending else 1) * rows
+                continue
+            group = self.arrays[f"group:{key.name}"][rows].astype(np.int64)
+            keys.append(-group if descending else group)
+        return rows[np.lexsort(keys)]
+
+
+class Listings:
+    """The listings of one served file: its columns, read on first use, and the latest
+    listings found, within CACHE_BYTES."""
+
+    def __init__(self):
+        self._columns = {}
+        self._kept = OrderedDict()
+        self._kept_bytes = 0
+        self._lock = threading.Lock()
+
+    def columns(self, connection, resource):
+        found = self._columns.get(resource.name)
+        if found is None:
+            with self._lock:
+                found = self._columns.get(resource.name)
+                if found is None:
+                    found = self._columns[resource.name] = Columns(connection, resource)
+        return found
+
+    def ids(self, connection, resource, ordering, conditions):
+        """The ids of the listing, in order (a numpy array)."""
+        key = (resource.name, ordering.cache_key, conditions.key)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        columns = self.columns(connection, resource)
+        mask = None
+        for item, value in conditions.items:
+            part = item.mask(columns, value, connection, resource.table)
+            mask = part if mask is None else mask & part
+        found = columns.ids[columns.order(ordering, mask)]
+        size = found.nbytes + ENTRY_OVERHEAD
+        with self._lock:
+            if key not in self._kept:
+                self._kept[key] = found
+                self._kept_bytes += size
+                while self._kept_bytes > CACHE_BYTES and len(self._kept) > 1:
+                    _, dropped = self._kept.popitem(last=False)
+                    self._kept_bytes -= dropped.nbytes + ENTRY_OVERHEAD
+        return found
+
+    @property
+    def kept(self):
+        return list(self._kept)
+
+    @property
+    def kept_bytes(self):
+        return self._kept_bytes
