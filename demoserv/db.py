@@ -8,6 +8,7 @@ one connection for all its queries, so each answer comes wholly from one catalog
 requests already running on the old file finish on it.
 """
 
+import functools
 import logging
 import os
 import sqlite3
@@ -25,6 +26,7 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing import Listings
+from .shared import expand_record
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,12 @@ class Catalogue:
     counts: dict
     features: frozenset = frozenset()
     listings: Listings = field(default_factory=Listings)
+    # (resource, "list" or "detail") -> the zlib preset dictionary of those records
+    dictionaries: dict = field(default_factory=dict)
+
+    def expander(self, resource, kind="list"):
+        """A function from a stored record to its JSON (catalogue/build.py)."""
+        return functools.partial(expand_record, self.dictionaries[(resource, kind)])
 
     def listing(self, resource, ordering, conditions, connection):
         """The ids of a filtered listing, or of one in an order on several keys, in
@@ -170,6 +178,10 @@ class Database:
                 if mismatch is None:
                     info = connection.execute(select(tables.catalogue_info)).mappings().one()
                     counts = dict(connection.execute(select(tables.record_counts)).all())
+                    dictionaries = {
+                        (resource, kind): data
+                        for resource, kind, data in connection.execute(select(tables.dictionaries))
+                    }
                     if info["schema_version"] != tables.SCHEMA_VERSION:
                         mismatch = (
                             f"schema version {info['schema_version']}, "
@@ -201,6 +213,7 @@ class Database:
                 info["loaded_at"],
                 counts,
                 frozenset(info["features"]),
+                dictionaries=dictionaries,
             ),
         )
         if previous is not None:

@@ -23,6 +23,7 @@ from . import tables
 
 CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
 ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
+CHUNK = 20_000  # rows read at a time when the columns are built
 
 
 def _dense_rank(column):
@@ -37,23 +38,28 @@ def build_columns(connection, resource):
     for name, key in resource.sort_keys.items():
         selected.append(key.rank.label(f"rank:{name}"))
         selected.append(_dense_rank(key.column).label(f"group:{name}"))
-    for item in resource.filters:
-        if item.array is not None:
-            selected.append(table.c[item.column].label(f"filter:{item.column}"))
+    for column in dict.fromkeys(f.column for f in resource.filters if f.array is not None):
+        selected.append(table.c[column].label(f"filter:{column}"))  # one array a column
     query = select(*selected).order_by(table.c.id)
-    rows = connection.execute(query).all()
     names = [column.name for column in selected]
-    arrays = {}
-    for index, name in enumerate(names):
-        values = [row[index] for row in rows]
+    encoders = []
+    for name in names:
         if name.startswith("filter:"):
             item = next(f for f in resource.filters if f"filter:{f.column}" == name)
-            arrays[name] = item.array(values)
+            encoders.append(item.array)
         elif name == "id":
-            arrays[name] = np.array(values, dtype=np.int64)
+            encoders.append(lambda values: np.array(values, dtype=np.int64))
         else:
-            arrays[name] = np.array(values, dtype=np.int32)
-    return arrays
+            encoders.append(lambda values: np.array(values, dtype=np.int32))
+    chunks = {name: [] for name in names}
+    result = connection.execute(query)
+    while rows := result.fetchmany(CHUNK):  # a chunk at a time: memory stays small
+        for index, (name, encode) in enumerate(zip(names, encoders)):
+            chunks[name].append(encode([row[index] for row in rows]))
+    return {
+        name: np.concatenate(parts) if parts else encode([])
+        for (name, parts), encode in zip(chunks.items(), encoders)
+    }
 
 
 def store_columns(connection, resource, arrays):

@@ -4,6 +4,7 @@ dates, timestamps and sort keys. Neither side's modules are imported here."""
 import datetime
 import re
 import unicodedata
+import zlib
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 ID_PATTERN = "[0-9]{1,19}"
@@ -75,3 +76,16 @@ def name_key(name):
     category = unicodedata.category(name[0]) if name else ""
     group = "2" if category.startswith("L") else "1" if category == "Nd" else "0"
     return group + name.lower()
+
+
+def compress_record(dictionary, doc):
+    """A record as stored: zlib with a preset dictionary (its resource's, for lists or
+    for details)."""
+    compressor = zlib.compressobj(6, zdict=dictionary)
+    return compressor.compress(doc) + compressor.flush()
+
+
+def expand_record(dictionary, data):
+    """A stored record's JSON."""
+    decompressor = zlib.decompressobj(zdict=dictionary)
+    return decompressor.decompress(data) + decompressor.flush()

@@ -26,7 +26,7 @@ from sqlalchemy import (
 
 metadata = MetaData()
 # Bumped whenever a table or column changes: the server refuses files of another schema.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 
 def _rank(name):
@@ -61,6 +61,15 @@ catalogue_info = Table(
     Column("schema_version", Integer, nullable=False),
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
+)
+
+# The preset zlib dictionary of each resource's list and detail records (build.py).
+dictionaries = Table(
+    "dictionaries",
+    metadata,
+    Column("resource", Text, primary_key=True),
+    Column("kind", Text, primary_key=True),  # "list" or "detail"
+    Column("data", LargeBinary, nullable=False),
 )
 
 # Each resource's sort and filter columns as arrays in id order (listing.py).

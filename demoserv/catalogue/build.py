@@ -15,9 +15,14 @@ from sqlalchemy.schema import CreateTable
 from .. import links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import compile_dumper
+from ..shared import compress_record, expand_record
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
+# Bytes of preset dictionary: small for list records, which a page expands a hundred
+# at a time (a larger one compresses better but takes longer to set up per record).
+LIST_DICTIONARY = 4 * 1024
+DETAIL_DICTIONARY = 32 * 1024
 
 
 class Builder:
@@ -33,7 +38,7 @@ class Builder:
         )
         self.connection = self.engine.connect()
         # A new private file: a crash loses only the file, which is then discarded.
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -262144"):
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
             self.connection.exec_driver_sql(f"PRAGMA {pragma}")
         self.connection.commit()
         self.transaction = self.connection.begin()
@@ -69,7 +74,8 @@ class Builder:
         for index in tables.INDEXES:
             index.create(self.connection)
         progress.stage("building records")
-        ReadModels(self.connection).build()
+        read_models = ReadModels(self.connection)
+        read_models.build()
         for name in LOAD_ORDER:
             resource = BY_NAME[name]
             listing.store_columns(
@@ -83,7 +89,9 @@ class Builder:
         self.connection.execute(
             insert(tables.catalogue_info),
             {
-                "version": self._content_version(),
+                # A digest of every record: the same records give the same version,
+                # whichever machine or load built them.
+                "version": read_models.digest.hexdigest()[:32],
                 "loaded_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "schema_version": tables.SCHEMA_VERSION,
                 "features": sorted(features),
@@ -92,20 +100,6 @@ class Builder:
         # No ANALYZE: without statistics SQLite plans every query as for a large table,
         # so plans do not change with the size of the catalogue.
         self.transaction.commit()
-
-    def _content_version(self):
-        """A digest of every detail record: the same records give the same version,
-        whichever machine or load built them."""
-        digest = hashlib.sha256()
-        for name in LOAD_ORDER:
-            resource = BY_NAME[name]
-            table = resource.details_table if resource.details_table is not None else resource.table
-            digest.update(name.encode() + b"\0")
-            for record_id, doc in self.connection.execute(
-                select(table.c.id, table.c.doc).order_by(table.c.id)
-            ):
-                digest.update(b"%d\0%s\0" % (record_id, doc))
-        return digest.hexdigest()[:32]
 
     def _rank(self, resource):
         """Fill every ``rank_<key>`` column: the row's position in that key's order."""
@@ -138,24 +132,29 @@ SET_DOC = {
 }
 
 
+def dict_rows(result):
+    """The rows of ``result`` as dicts (without SQLAlchemy's per-row key lookups)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row)) for row in result.fetchall()]
+
+
 class ReadModels:
     """Builds every record's list and detail JSON, resource by resource, in an order
     where the list records a record nests are already built."""
 
-    def __init__(self, connection):
+    def __init__(self, connection, digest=None):
         self.connection = connection
+        self.digest = digest if digest is not None else hashlib.sha256()
+        self.dictionaries = {}  # (resource, kind) -> preset dictionary, once written
 
     def rows(self, statement, ids):
         """The rows (dicts) of ``statement`` for the owner ids ``ids``."""
         result = []
         ids = list(ids)
         for start in range(0, len(ids), BATCH):
-            result += [
-                dict(row)
-                for row in self.connection.execute(statement, {"ids": ids[start : start + BATCH]})
-                .mappings()
-                .all()
-            ]
+            result += dict_rows(
+                self.connection.execute(statement, {"ids": ids[start : start + BATCH]})
+            )
         return result
 
     def records(self, resource, ids):
@@ -167,48 +166,102 @@ class ReadModels:
             statement = select(table.c.id, table.c.doc).where(
                 table.c.id.in_(ids[start : start + BATCH])
             )
+            dictionary = self._dictionary(resource, "list")
             for record_id, doc in self.connection.execute(statement):
-                found[record_id] = orjson.loads(doc)
+                found[record_id] = orjson.loads(expand_record(dictionary, doc))
         return found
 
+    def _dictionary(self, resource, kind):
+        """The preset dictionary of ``resource``'s ``kind`` records, once written."""
+        key = (resource, kind)
+        if key not in self.dictionaries:
+            self.dictionaries[key] = self.connection.execute(
+                select(tables.dictionaries.c.data).where(
+                    tables.dictionaries.c.resource == resource, tables.dictionaries.c.kind == kind
+                )
+            ).scalar_one()
+        return self.dictionaries[key]
+
     def build(self):
+        """List records of every resource in load order, each resource's details in the
+        same pass where what they nest is built by then, the others after."""
         token = links.use_style(links.MARKERS)
         try:
+            later = []
+            built = set()
             for name in LOAD_ORDER:
-                self._documents(BY_NAME[name], detail=False)
-            for name in LOAD_ORDER:
-                if BY_NAME[name].details_table is not None:
-                    self._documents(BY_NAME[name], detail=True)
+                resource = BY_NAME[name]
+                now = resource.details_table is not None and resource.detail_needs <= built
+                self._documents(resource, detail=now)
+                built.add(name)
+                if resource.details_table is not None and not now:
+                    later.append(resource)
+            for resource in later:
+                self._documents(resource, detail=True, listed=False)
         finally:
             links.reset_style(token)
 
-    def _documents(self, resource, detail):
+    def _documents(self, resource, detail, listed=True):
         table = resource.table
-        dump = compile_dumper(resource.detail_schema if detail else resource.schema)
-        target = resource.details_table if detail else table
+        list_dump = compile_dumper(resource.schema)
+        detail_dump = compile_dumper(resource.detail_schema)
+        lists = Compressor(LIST_DICTIONARY) if listed else None
+        details = Compressor(DETAIL_DICTIONARY) if detail else None
         last_id = 0
+        query = select(table).where(table.c.id > bindparam("last")).order_by(table.c.id)
+        query = query.limit(DOC_BATCH)
         while True:
-            rows = [
-                dict(row)
-                for row in self.connection.execute(
-                    select(table).where(table.c.id > last_id).order_by(table.c.id).limit(DOC_BATCH)
-                ).mappings()
-            ]
+            rows = dict_rows(self.connection.execute(query, {"last": last_id}))
             if not rows:
-                return
+                break
             last_id = rows[-1]["id"]
             resource.complete(self, rows)
-            if detail:
-                resource.complete_detail(self, rows)
+            if listed:
+                docs = [(row["id"], orjson.dumps(list_dump(row))) for row in rows]
+                self._digest(docs)
+                lists.learn(docs)
                 self.connection.execute(
-                    insert(target),
-                    [{"id": row["id"], "doc": orjson.dumps(dump(row))} for row in rows],
-                )
-            else:
-                self.connection.execute(
-                    SET_DOC[target.name],
+                    SET_DOC[table.name],
                     [
-                        {"record_id": row["id"], "record_doc": orjson.dumps(dump(row))}
-                        for row in rows
+                        {"record_id": record_id, "record_doc": lists.compress(doc)}
+                        for record_id, doc in docs
                     ],
                 )
+            if detail:
+                resource.complete_detail(self, rows)
+                docs = [(row["id"], orjson.dumps(detail_dump(row))) for row in rows]
+                self._digest(docs)
+                details.learn(docs)
+                self.connection.execute(
+                    insert(resource.details_table),
+                    [{"id": record_id, "doc": details.compress(doc)} for record_id, doc in docs],
+                )
+        for kind, compressor in (("list", lists), ("detail", details)):
+            if compressor is not None:
+                self.dictionaries[(resource.name, kind)] = compressor.dictionary
+                self.connection.execute(
+                    insert(tables.dictionaries),
+                    {"resource": resource.name, "kind": kind, "data": compressor.dictionary},
+                )
+
+    def _digest(self, docs):
+        update = self.digest.update
+        for record_id, doc in docs:
+            update(b"%d\0%s\0" % (record_id, doc))
+
+
+class Compressor:
+    """zlib with a preset dictionary taken from a resource's first detail records: the
+    records of a resource share most of their keys and addresses, so each compresses
+    several times better than alone."""
+
+    def __init__(self, size):
+        self.size = size
+        self.dictionary = b""
+
+    def learn(self, docs):
+        if len(self.dictionary) < self.size:
+            self.dictionary = (self.dictionary + b"".join(doc for _, doc in docs))[: self.size]
+
+    def compress(self, doc):
+        return compress_record(self.dictionary, doc)

@@ -9,7 +9,9 @@ from pathlib import Path
 import orjson
 from sqlalchemy import select
 
+from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
+from ..shared import expand_record
 
 BATCH = 1000
 # Fields written by the other side of their relation.
@@ -108,6 +110,12 @@ def _records(connection, resource):
     table = resource.table
     documents = resource.details_table if resource.details_table is not None else table
     hidden = [table.c[name] for name in HIDDEN.get(resource.name, ())]
+    dictionary = connection.execute(
+        select(tables.dictionaries.c.data).where(
+            tables.dictionaries.c.resource == resource.name,
+            tables.dictionaries.c.kind == ("list" if documents is table else "detail"),
+        )
+    ).scalar()
     last_id = 0
     while True:
         query = (
@@ -130,7 +138,7 @@ def _records(connection, resource):
         if not rows:
             return
         for record_id, doc, *values in rows:
-            record = orjson.loads(doc)
+            record = orjson.loads(expand_record(dictionary, doc))
             for column, value in zip(hidden, values):
                 if value is not None:
                     record[str(column.name)] = value

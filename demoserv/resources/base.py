@@ -153,6 +153,7 @@ class Resource:
     schema = None  # list record
     detail_schema = None  # defaults to the list record
     record_schema = None  # a line of its catalogue file
+    detail_needs = frozenset()  # resources whose list records its detail records nest
     paged = True  # False: the whole listing is one page
 
     def __init__(self):
@@ -196,7 +197,8 @@ class Resource:
                     parsed_ordering.rank_statement(select(self.table.c.doc))
                 )
             bounds = parsed_ordering.rank_bounds(page.start, page.stop, page.count)
-            return page, connection.execute(statement, bounds).scalars().all()
+            expand = catalogue.expander(self.name)
+            return page, [expand(doc) for doc in connection.execute(statement, bounds).scalars()]
         ids = catalogue.listing(self, parsed_ordering, conditions, connection)
         page = pagination.current_page(len(ids), size)
         return page, self.fetch_docs(connection, ids[page.start : page.stop], detail)
@@ -208,7 +210,12 @@ class Resource:
         statement = self.detail_docs_statement if detail else self.docs_statement
         ids = [int(record_id) for record_id in ids]
         found = dict(connection.execute(statement, {"ids": ids}).all())
-        return [found[record_id] for record_id in ids]
+        expand = get_catalogue().expander(self.name, self._kind(detail))
+        return [expand(found[record_id]) for record_id in ids]
+
+    def _kind(self, detail):
+        """Which stored records a detail (or list) answer reads."""
+        return "detail" if detail and self.details_table is not None else "list"
 
     def answer_list(self):
         parsed_ordering = ordering.parse(self, last_arg("ordering"))
@@ -225,6 +232,7 @@ class Resource:
         doc = get_connection().execute(self.detail_statement, {"id": record_id}).scalar()
         if doc is None:
             raise APIError(404)
+        doc = get_catalogue().expander(self.name, self._kind(True))(doc)
         return json_response(self.render([doc], parse_fields(last_arg("fields")))[1:-1])
 
     @staticmethod

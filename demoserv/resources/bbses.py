@@ -102,6 +102,7 @@ class BBSes(Resource):
     description = "Bulletin board systems of the demoscene."
     table = tables.bbses
     details_table = tables.bbses_details
+    detail_needs = frozenset({"productions", "releasers"})
     filters = (
         filters.NameEquals("name", "Only BBSes with this name (exact, case-insensitive)."),
         filters.CountryCode("country_code", "Only BBSes in this country (two letters, any case)."),

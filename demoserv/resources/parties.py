@@ -137,6 +137,7 @@ class Parties(Resource):
     description = "Demoparties: editions of party series, held at a place or online."
     table = tables.parties
     details_table = tables.parties_details
+    detail_needs = frozenset({"party_series", "productions", "platforms", "production_types"})
     keys = {
         "id": "id",
         "name": "name_key",

@@ -29,6 +29,7 @@ class PartySeries(Resource):
     description = "Recurring demoparties, such as Assembly or Revision."
     table = tables.party_series
     details_table = tables.party_series_details
+    detail_needs = frozenset({"parties"})
     filters = (
         filters.NameEquals("name", "Only party series with this name (exact, case-insensitive)."),
     )

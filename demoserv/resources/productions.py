@@ -223,6 +223,7 @@ class Productions(Resource):
     description = "Demos, intros, music, graphics and other productions of the demoscene."
     table = tables.productions
     details_table = tables.productions_details
+    detail_needs = frozenset({"parties", "releasers", "platforms", "production_types"})
     keys = {
         "id": "id",
         "sortable_title": "sortable_title",

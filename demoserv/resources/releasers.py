@@ -5,7 +5,7 @@ from marshmallow import Schema, fields
 from sqlalchemy import bindparam, or_, select
 
 from .. import filters, records, tables
-from ..db import get_connection
+from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import site_url
 from .base import (
@@ -138,6 +138,7 @@ class Releasers(Resource):
     description = "Groups and individual sceners who release productions."
     table = tables.releasers
     details_table = tables.releasers_details
+    detail_needs = frozenset({"releasers"})
     filters = (
         filters.NameEquals("name", "Only releasers with this name (exact, case-insensitive)."),
         filters.Flag(
@@ -232,7 +233,8 @@ class Releasers(Resource):
             found = dict(
                 connection.execute(PRODUCTION_DOCS, {"ids": ids[start : start + 5000]}).all()
             )
-            docs += [found[production_id] for production_id in ids[start : start + 5000]]
+            expand = get_catalogue().expander("productions")
+            docs += [expand(found[production_id]) for production_id in ids[start : start + 5000]]
         return json_response(self.render(docs, parse_fields(last_arg("fields"))))
 
 
