@@ -58,8 +58,14 @@ def test_spec_production_types(seed):
     assert {i: types.get(i) for i in SPEC_TYPES} == SPEC_TYPES
 
 
+# Lists that fill more than one page of 100. Platforms and production types are the
+# whole upstream lists and fit one page; bbses and party series hold only the records
+# whose upstream ids are known (see seed/README.md).
+PAGED = ("parties", "productions", "releasers")
+
+
 def test_lists_span_pages(seed):
-    for resource in ("party_series", "bbses", "parties", "productions", "releasers"):
+    for resource in PAGED:
         assert len(seed[resource]) > 100, resource
     # Every real production type upstream; there are fewer than a page of them.
     assert len(seed["production_types"]) >= 50
@@ -93,7 +99,149 @@ def test_seed_serves(seed, seed_client):
     for resource in oracle.KEYS:
         pages = walk(seed_client, f"/api/v1/{resource}/")
         assert pages[0]["count"] == len(seed[resource])
-        if resource not in ("platforms", "production_types"):
+        if resource in PAGED:
             assert len(pages) >= 2, resource
     titles = {p["title"] for p in seed["productions"]}
     assert "Second Reality" in titles
+
+
+# The upstream's published facts, beside the repository as ../shared/reference/.
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# The reference's platform names that the upstream has renamed since.
+RENAMED_PLATFORMS = {"Javascript": "Browser"}
+OWN_IDS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def reference():
+    if not REFERENCE.is_dir():
+        pytest.skip(f"no reference facts at {REFERENCE}")
+
+    def lines(name):
+        text = (REFERENCE / name).read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    series = {}
+    for record in lines("party_series.jsonl"):
+        series.setdefault(record["id"], []).append(record)
+    names = json.loads((REFERENCE / "releaser_names.json").read_text(encoding="utf-8"))
+    return {
+        "productions": {p["id"]: p for p in lines("productions.jsonl")},
+        "party_series": series,
+        "parties": {p["id"]: p for p in lines("parties.jsonl")},
+        "releasers": {int(i): name for i, name in names.items()},
+    }
+
+
+def agrees(partial, full):
+    """A partial date agrees with a fuller one when it is the same or coarser."""
+    return partial is not None and full is not None and full.startswith(partial)
+
+
+def _event_days(dates):
+    """The first and last day of the archive's "10 - 12 July 2015" wording."""
+    months = "January February March April May June July August September October November December"
+    month = {m: i for i, m in enumerate(months.split(), 1)}
+    words = dates.replace(" - ", " ").split()
+    year = int(next(w for w in words if len(w) == 4 and w.isdecimal()))
+    days = []
+    for i, word in enumerate(words[:-1]):
+        if word.isdecimal() and len(word) <= 2:
+            following = next(w for w in words[i + 1 :] if w in month)
+            days.append(f"{year:04d}-{month[following]:02d}-{int(word):02d}")
+    return days[0], days[-1]
+
+
+def _last_day(partial):
+    if len(partial) == 4:
+        return partial + "-12-31"
+    if len(partial) == 7:
+        return partial + "-31"
+    return partial
+
+
+def test_no_own_ids(seed):
+    """Every id, nested summaries too, is an upstream id."""
+    for resource, records in seed.items():
+        for record in records:
+            assert record["id"] < OWN_IDS, (resource, record["id"])
+    for party in seed["parties"]:
+        assert party.get("party_series") is None or party["party_series"] < OWN_IDS
+    for production in seed["productions"]:
+        nested = production["platforms"] + production["types"]
+        nested += [n["releaser"] for n in production["author_nicks"]]
+        nested += [n["releaser"] for n in production["author_affiliation_nicks"]]
+        for summary in nested:
+            assert summary["id"] < OWN_IDS, (production["id"], summary)
+
+
+def test_productions_agree_with_reference(seed, reference):
+    releasers = reference["releasers"]
+    checked = 0
+    for production in seed["productions"]:
+        known = reference["productions"].get(production["id"])
+        if known is None:
+            continue
+        checked += 1
+        where = (production["id"], production["title"])
+        assert production["title"] == known["title"], where
+        if known["release_date"]:
+            assert production["release_date"] is None or agrees(
+                production["release_date"], known["release_date"]
+            ), where
+        platforms = [RENAMED_PLATFORMS.get(p, p) for p in known["platforms"].split(",") if p]
+        assert sorted(p["name"] for p in production["platforms"]) == sorted(platforms), where
+        assert production["tags"] == known["tags"], where
+        section = (known["service_path"] or "").split("/")[1:2]
+        if section:
+            supertype = {"productions": "production", "music": "music", "graphics": "graphics"}
+            assert production["supertype"] == supertype[section[0]], where
+        byline = [name.strip() for name in known["byline"].split(",") if name.strip()]
+        nicks = production["author_nicks"] + production["author_affiliation_nicks"]
+        assert [n["name"] for n in nicks] == byline, where
+        for nick in nicks:
+            releaser = nick["releaser"]
+            if releaser["id"] in releasers:
+                assert releaser["name"] == releasers[releaser["id"]], where
+    assert checked >= 50
+
+
+def test_releasers_agree_with_reference(seed, reference):
+    names = reference["releasers"]
+    both = [r for r in seed["releasers"] if r["id"] in names]
+    assert len(both) >= 100
+    for releaser in both:
+        assert releaser["name"] == names[releaser["id"]], releaser
+
+
+def test_party_series_agree_with_reference(seed, reference):
+    for record in seed["party_series"]:
+        recorded = reference["party_series"].get(record["id"])
+        if recorded is None:
+            continue
+        assert record["name"] in {r["name"] for r in recorded}, record
+        assert record["website"] in {r["website"] for r in recorded} | {""}, record
+    by_name = {s["name"]: s["id"] for s in seed["party_series"]}
+    assert by_name.get("Revision") == 10 and by_name.get("Evoke") == 111
+    assert by_name.get("Deadline (.de)") == 893 and by_name.get("@Party") == 12
+
+
+def test_parties_agree_with_reference(seed, reference):
+    """A party's dates hold the archive's event, and a day given is one the archive gives."""
+    checked = 0
+    for party in seed["parties"]:
+        known = reference["parties"].get(party["id"])
+        if known is None:
+            continue
+        checked += 1
+        first, last = _event_days(known["dates"])
+        start, end = party["start_date"], party["end_date"]
+        assert start[:4] == known["started"][:4] == first[:4], party
+        if len(start) == 10:
+            assert start in (known["started"], first), party
+        if len(end) == 10:
+            assert end == last, party
+        assert oracle.first_day(start) <= known["started"] <= _last_day(end), party
+        if party["party_series"] is not None:
+            assert party["party_series"] in reference["party_series"], party
+    assert checked >= 90
