@@ -378,7 +378,7 @@ class _Loader:
                         f"{where}: id: duplicate id {record['id']} "
                         f"(first on line {first.rpartition(':')[2]})"
                     )
-                getattr(self, f"_accept_{name}")(record, where)
+                self._acceptor(name)(record, where)
                 count += 1
             self.progress.file_finished(path.name, count)
             counts[name] = count
@@ -390,6 +390,20 @@ class _Loader:
         return counts, self.features
 
     # Records of each file.
+
+    def _acceptor(self, name):
+        """How a record of ``name`` is taken: by the resource's own method here, or,
+        for a resource that refers to no other, as its table's columns."""
+        return getattr(self, f"_accept_{name}", None) or (
+            lambda record, where: self._accept_plain(BY_NAME[name], record)
+        )
+
+    def _accept_plain(self, resource, record):
+        table = resource.table
+        row = {name: value for name, value in record.items() if name in table.c}
+        if "name_key" in table.c:
+            row["name_key"] = name_key(record["name"])
+        self.builder.queue(table, row)
 
     def _accept_platforms(self, record, where):
         self.known["platforms"][record["id"]] = (record, where)

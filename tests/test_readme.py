@@ -1,0 +1,46 @@
+"""README documents every query parameter the API takes: its tables name each one, for
+each listing that has it (the descriptions themselves live once, in parameters.py and
+the resource declarations, and OPTIONS and the OpenAPI document read them there)."""
+
+import re
+from pathlib import Path
+
+from demoserv import parameters
+from demoserv.resources import RESOURCES
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _table_rows():
+    return [line for line in README.splitlines() if line.startswith("| ")]
+
+
+def test_every_filter_is_in_the_filter_table():
+    rows = _table_rows()
+    for resource in RESOURCES:
+        for item in resource.filters:
+            assert any(
+                f"`{item.parameter}`" in row
+                and re.search(rf"(^\| |, ){re.escape(resource.name)}[ ,]", row)
+                for row in rows
+            ), f"README's filter table lacks {resource.name} {item.parameter}"
+
+
+def test_every_common_parameter_is_in_the_parameter_table():
+    rows = _table_rows()
+    for name in ("page", "ordering", "format", "fields"):
+        assert any(row.startswith(f"| `{name}` |") for row in rows), name
+
+
+def test_options_and_openapi_share_the_descriptions(client):
+    from demoserv.openapi import build
+
+    spec = build()
+    for resource in RESOURCES:
+        described = client.options(f"/api/v1/{resource.name}/").json["parameters"]
+        documented = {
+            p["name"]: p["description"]
+            for p in spec["paths"][f"/api/v1/{resource.name}/"]["get"]["parameters"]
+        }
+        assert described == documented
+        assert described["format"] == parameters.FORMAT
