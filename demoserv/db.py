@@ -8,7 +8,6 @@ one connection for all its queries, so each answer comes wholly from one catalog
 requests already running on the old file finish on it.
 """
 
-import functools
 import logging
 import os
 import sqlite3
@@ -26,7 +25,7 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing import Listings
-from .shared import expand_record
+from .shared import RecordCodec
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +48,12 @@ class Catalogue:
     counts: dict
     features: frozenset = frozenset()
     listings: Listings = field(default_factory=Listings)
-    # (resource, "list" or "detail") -> the zlib preset dictionary of those records
-    dictionaries: dict = field(default_factory=dict)
+    # (resource, "list" or "detail") -> the codec of those stored records
+    codecs: dict = field(default_factory=dict)
 
     def expander(self, resource, kind="list"):
         """A function from a stored record to its JSON (catalogue/build.py)."""
-        return functools.partial(expand_record, self.dictionaries[(resource, kind)])
+        return self.codecs[(resource, kind)].expand
 
     def listing(self, resource, ordering, conditions, connection):
         """The ids of a filtered listing, or of one in an order on several keys, in
@@ -178,8 +177,8 @@ class Database:
                 if mismatch is None:
                     info = connection.execute(select(tables.catalogue_info)).mappings().one()
                     counts = dict(connection.execute(select(tables.record_counts)).all())
-                    dictionaries = {
-                        (resource, kind): data
+                    codecs = {
+                        (resource, kind): RecordCodec(data)
                         for resource, kind, data in connection.execute(select(tables.dictionaries))
                     }
                     if info["schema_version"] != tables.SCHEMA_VERSION:
@@ -213,7 +212,7 @@ class Database:
                 info["loaded_at"],
                 counts,
                 frozenset(info["features"]),
-                dictionaries=dictionaries,
+                codecs=codecs,
             ),
         )
         if previous is not None:

@@ -3,8 +3,10 @@ dates, timestamps and sort keys. Neither side's modules are imported here."""
 
 import datetime
 import re
+import threading
 import unicodedata
-import zlib
+
+import zstandard
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 ID_PATTERN = "[0-9]{1,19}"
@@ -78,14 +80,38 @@ def name_key(name):
     return group + name.lower()
 
 
-def compress_record(dictionary, doc):
-    """A record as stored: zlib with a preset dictionary (its resource's, for lists or
-    for details)."""
-    compressor = zlib.compressobj(6, zdict=dictionary)
-    return compressor.compress(doc) + compressor.flush()
+class RecordCodec:
+    """How records are stored: zstd with a dictionary trained on the first records of
+    a resource (list or detail), which share most of their keys and addresses, so that
+    each compresses about five times and expands in a few microseconds. Contexts are
+    per thread: zstd's are not safe to share between threads."""
 
+    def __init__(self, dictionary):
+        self.dictionary = dictionary
+        self._data = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
+        self._local = threading.local()
 
-def expand_record(dictionary, data):
-    """A stored record's JSON."""
-    decompressor = zlib.decompressobj(zdict=dictionary)
-    return decompressor.decompress(data) + decompressor.flush()
+    @classmethod
+    def trained(cls, samples, size):
+        """A codec whose dictionary is trained on ``samples`` (bytes), or made of
+        their content where there are too few to train on."""
+        try:
+            dictionary = zstandard.train_dictionary(size, samples).as_bytes()
+        except zstandard.ZstdError:
+            dictionary = b"".join(samples)[:size]
+        return cls(dictionary)
+
+    def _contexts(self):
+        contexts = getattr(self._local, "contexts", None)
+        if contexts is None:
+            contexts = self._local.contexts = (
+                zstandard.ZstdCompressor(level=3, dict_data=self._data),
+                zstandard.ZstdDecompressor(dict_data=self._data),
+            )
+        return contexts
+
+    def compress(self, doc):
+        return self._contexts()[0].compress(doc)
+
+    def expand(self, data):
+        return self._contexts()[1].decompress(data)

@@ -63,7 +63,7 @@ catalogue_info = Table(
     Column("features", JSON, nullable=False),
 )
 
-# The preset zlib dictionary of each resource's list and detail records (build.py).
+# The zstd dictionary of each resource's list and detail records (shared.RecordCodec).
 dictionaries = Table(
     "dictionaries",
     metadata,

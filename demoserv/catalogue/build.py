@@ -15,13 +15,12 @@ from sqlalchemy.schema import CreateTable
 from .. import links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import compile_dumper
-from ..shared import compress_record, expand_record
+from ..shared import RecordCodec
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
-# Bytes of preset dictionary: small for list records, which a page expands a hundred
-# at a time (a larger one compresses better but takes longer to set up per record).
-LIST_DICTIONARY = 4 * 1024
+# Bytes of dictionary for list and detail records.
+LIST_DICTIONARY = 16 * 1024
 DETAIL_DICTIONARY = 32 * 1024
 
 
@@ -145,7 +144,7 @@ class ReadModels:
     def __init__(self, connection, digest=None):
         self.connection = connection
         self.digest = digest if digest is not None else hashlib.sha256()
-        self.dictionaries = {}  # (resource, kind) -> preset dictionary, once written
+        self.codecs = {}  # (resource, kind) -> RecordCodec, once written
 
     def rows(self, statement, ids):
         """The rows (dicts) of ``statement`` for the owner ids ``ids``."""
@@ -166,21 +165,24 @@ class ReadModels:
             statement = select(table.c.id, table.c.doc).where(
                 table.c.id.in_(ids[start : start + BATCH])
             )
-            dictionary = self._dictionary(resource, "list")
+            expand = self._codec(resource, "list").expand
             for record_id, doc in self.connection.execute(statement):
-                found[record_id] = orjson.loads(expand_record(dictionary, doc))
+                found[record_id] = orjson.loads(expand(doc))
         return found
 
-    def _dictionary(self, resource, kind):
-        """The preset dictionary of ``resource``'s ``kind`` records, once written."""
+    def _codec(self, resource, kind):
+        """The codec of ``resource``'s ``kind`` records, once written."""
         key = (resource, kind)
-        if key not in self.dictionaries:
-            self.dictionaries[key] = self.connection.execute(
-                select(tables.dictionaries.c.data).where(
-                    tables.dictionaries.c.resource == resource, tables.dictionaries.c.kind == kind
-                )
-            ).scalar_one()
-        return self.dictionaries[key]
+        if key not in self.codecs:
+            self.codecs[key] = RecordCodec(
+                self.connection.execute(
+                    select(tables.dictionaries.c.data).where(
+                        tables.dictionaries.c.resource == resource,
+                        tables.dictionaries.c.kind == kind,
+                    )
+                ).scalar_one()
+            )
+        return self.codecs[key]
 
     def build(self):
         """List records of every resource in load order, each resource's details in the
@@ -238,10 +240,11 @@ class ReadModels:
                 )
         for kind, compressor in (("list", lists), ("detail", details)):
             if compressor is not None:
-                self.dictionaries[(resource.name, kind)] = compressor.dictionary
+                codec = compressor.codec or RecordCodec(b"")
+                self.codecs[(resource.name, kind)] = codec
                 self.connection.execute(
                     insert(tables.dictionaries),
-                    {"resource": resource.name, "kind": kind, "data": compressor.dictionary},
+                    {"resource": resource.name, "kind": kind, "data": codec.dictionary},
                 )
 
     def _digest(self, docs):
@@ -251,17 +254,16 @@ class ReadModels:
 
 
 class Compressor:
-    """zlib with a preset dictionary taken from a resource's first detail records: the
-    records of a resource share most of their keys and addresses, so each compresses
-    several times better than alone."""
+    """Compresses a resource's records (list or detail) with a dictionary trained on
+    its first batch of them."""
 
     def __init__(self, size):
         self.size = size
-        self.dictionary = b""
+        self.codec = None
 
     def learn(self, docs):
-        if len(self.dictionary) < self.size:
-            self.dictionary = (self.dictionary + b"".join(doc for _, doc in docs))[: self.size]
+        if self.codec is None:
+            self.codec = RecordCodec.trained([doc for _, doc in docs], self.size)
 
     def compress(self, doc):
-        return compress_record(self.dictionary, doc)
+        return self.codec.compress(doc)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
-from ..shared import expand_record
+from ..shared import RecordCodec
 
 BATCH = 1000
 # Fields written by the other side of their relation.
@@ -110,12 +110,14 @@ def _records(connection, resource):
     table = resource.table
     documents = resource.details_table if resource.details_table is not None else table
     hidden = [table.c[name] for name in HIDDEN.get(resource.name, ())]
-    dictionary = connection.execute(
-        select(tables.dictionaries.c.data).where(
-            tables.dictionaries.c.resource == resource.name,
-            tables.dictionaries.c.kind == ("list" if documents is table else "detail"),
-        )
-    ).scalar()
+    codec = RecordCodec(
+        connection.execute(
+            select(tables.dictionaries.c.data).where(
+                tables.dictionaries.c.resource == resource.name,
+                tables.dictionaries.c.kind == ("list" if documents is table else "detail"),
+            )
+        ).scalar()
+    )
     last_id = 0
     while True:
         query = (
@@ -138,7 +140,7 @@ def _records(connection, resource):
         if not rows:
             return
         for record_id, doc, *values in rows:
-            record = orjson.loads(expand_record(dictionary, doc))
+            record = orjson.loads(codec.expand(doc))
             for column, value in zip(hidden, values):
                 if value is not None:
                     record[str(column.name)] = value
