@@ -88,6 +88,7 @@ def _answer_conditional():
 
 def _label(response, tag):
     response.vary.add("Accept-Encoding")  # the same on a 304 as on its 200
+    response.headers["X-Catalogue-Version"] = get_catalogue().version
     response.headers["ETag"] = tag
     response.headers["Cache-Control"] = (
         f"public, max-age={int(current_app.config['CACHE_MAX_AGE'])}"

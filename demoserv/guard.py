@@ -9,7 +9,9 @@ served at all. Limits are well above any real request to this API.
 
 import re
 
-from flask import request
+from flask import current_app, request
+from werkzeug.exceptions import SecurityError
+from werkzeug.sansio.utils import host_is_trusted
 
 from .errors import APIError
 
@@ -39,8 +41,15 @@ def _refuse_unusable():
         raise APIError(
             400, "Invalid Host header: expected a host name or address, and a port number."
         )
+    trusted = current_app.extensions["demoserv.trusted_hosts"]
+    if trusted and not host_is_trusted(request.host.lower(), trusted):
+        # Host names are case-insensitive (Flask's own check is not).
+        raise SecurityError(f"Host {request.host!r} is not trusted.")
 
 
 def init_app(app):
+    # The hosts served are checked here, case-insensitively, not by Flask.
+    app.extensions["demoserv.trusted_hosts"] = app.config["TRUSTED_HOSTS"]
+    app.config["TRUSTED_HOSTS"] = None
     # First of the before_request hooks: nothing else reads a refused request.
     app.before_request(_refuse_unusable)

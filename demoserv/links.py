@@ -32,7 +32,7 @@ def request_style():
     """The addresses of the request being served."""
     fmt = response_format()
     return LinkStyle(
-        request.url_root.rstrip("/") + API_PREFIX + "/",
+        request.site_root + API_PREFIX + "/",
         f"?format={fmt}" if fmt else "",
         current_app.config["SITE_URL"].rstrip("/"),
     )

@@ -264,7 +264,7 @@ def document():
     if spec is None:
         spec = renamed(build(), "service_url", current_app.config["SERVICE_URL_FIELD"])
         current_app.extensions["demoserv.openapi"] = spec
-    return {**spec, "servers": [{"url": request.url_root.rstrip("/")}]}
+    return {**spec, "servers": [{"url": request.site_root}]}
 
 
 @bp.route(DOCS_PATH)

@@ -68,7 +68,7 @@ def envelope_json(page, results):
     (a JSON array, already encoded)."""
     # The query as the client sent it (request.url would re-encode it), made URL-safe.
     query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
-    url = request.base_url + (f"?{query}" if query else "")
+    url = request.address + (f"?{query}" if query else "")
     if page.number < page.last:
         next_url = replace_query_param(url, "page", page.number + 1)
     else:

@@ -8,8 +8,11 @@
   that let any origin read it; every response carries ``X-Content-Type-Options``.
 """
 
+from functools import cached_property
+from urllib.parse import quote
+
 import orjson
-from flask import Response, request
+from flask import Request, Response, request
 from flask.json.provider import JSONProvider
 from werkzeug.routing import RequestRedirect
 
@@ -37,6 +40,21 @@ class APIResponse(Response):
                 if name in self.headers and name not in headers:
                     headers[name] = self.headers[name]
         return headers
+
+
+class APIRequest(Request):
+    """The host is kept as the client sent it: Werkzeug's own addresses (url_root,
+    base_url) decode punycode to Unicode."""
+
+    @cached_property
+    def site_root(self):
+        """``scheme://host[/script root]``, the host exactly as sent."""
+        return f"{self.scheme}://{self.host}{quote(self.root_path)}"
+
+    @cached_property
+    def address(self):
+        """The request's URL without its query, the host exactly as sent."""
+        return self.site_root + quote(self.path)
 
 
 class OrjsonProvider(JSONProvider):
@@ -132,7 +150,7 @@ def _label(response):
     response.vary.add("Accept")
     # CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send.
     response.headers["Access-Control-Allow-Origin"] = "*"
-    response.headers["Access-Control-Expose-Headers"] = "ETag, Last-Modified"
+    response.headers["Access-Control-Expose-Headers"] = "ETag, Last-Modified, X-Catalogue-Version"
     if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
         response.headers["Access-Control-Allow-Methods"] = ALLOW
         requested = request.headers.get("Access-Control-Request-Headers")
@@ -143,6 +161,7 @@ def _label(response):
 
 
 def init_app(app):
+    app.request_class = APIRequest
     app.response_class = APIResponse
     app.json = OrjsonProvider(app)
     app.before_request(_negotiate)
