@@ -1,5 +1,5 @@
 """WSGI entry point: ``waitress-serve wsgi:app`` or any WSGI server."""
 
-from demoserv import create_app
+from demoserv import serving_app
 
-app = create_app()
+app = serving_app()

@@ -6,10 +6,8 @@ import os
 from pathlib import Path
 
 from flask import Flask
-from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import access_log, caching, compression, db, errors, guard, openapi, rendering
-from .access_log import AccessLog
+from . import access_log, db, errors, guard, openapi, pipeline, rendering
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
@@ -37,10 +35,11 @@ DEFAULTS = {
 }
 
 
-def create_app(test_config=None):
+def create_app(test_config=None, instance_path=None):
     """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
-    environment variables; a test config replaces the last two."""
-    app = Flask(__name__, instance_relative_config=True)
+    environment variables; a test config replaces the last two. ``instance_path``
+    replaces the checkout's ``instance/`` folder."""
+    app = Flask(__name__, instance_path=instance_path, instance_relative_config=True)
     app.config.from_mapping(DEFAULTS)
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
@@ -59,36 +58,28 @@ def create_app(test_config=None):
         # Needed only for the seed catalogue, which reports its own failure.
         log.warning("%s: %s", app.instance_path, error.strerror)
 
-    access_log.configure(app)
-    db.init_app(app)
     errors.init_app(app)
+    db.init_app(app)
     guard.init_app(app)
-    # Flask runs before_request hooks in the order they are added and after_request
-    # hooks in the reverse order: compression goes first so that it sees the final
-    # body and headers; negotiation goes before the conditional answers.
-    compression.init_app(app)
     rendering.init_app(app)
-    caching.init_app(app)
+    pipeline.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
     catalogue_cli.init_app(app)
-
     _seed_first_run(app)
-    # What start-up allocated lives as long as the process: keep it out of the cyclic
-    # collector's full passes, which would otherwise walk it while serving.
+    return app
+
+
+def serving_app():
+    """The app as a server process runs it (``waitress-serve --call
+    demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
+    process, which ``create_app`` leaves alone: the access log on standard error (unless
+    logging is configured already), and what start-up allocated kept out of the cyclic
+    collector's full passes, which would otherwise walk it while serving."""
+    app = create_app()
+    access_log.configure(app)
     gc.freeze()
-    proxies = int(app.config["TRUSTED_PROXIES"])
-    if proxies:
-        app.wsgi_app = ProxyFix(
-            app.wsgi_app,
-            x_for=proxies,
-            x_proto=proxies,
-            x_host=proxies,
-            x_port=proxies,
-            x_prefix=proxies,
-        )
-    app.wsgi_app = AccessLog(app.wsgi_app)
     return app
 
 

@@ -71,7 +71,7 @@ def _not_modified(tag):
     return response
 
 
-def _answer_conditional():
+def answer_conditional():
     """304 before any query runs, for a client that names this answer's own ETag (in
     the form it holds it): it was only ever given for a 200 to this URL in this
     catalogue version."""
@@ -81,7 +81,7 @@ def _answer_conditional():
         tag = _tag()
     except CatalogueUnavailable:
         return None  # the view answers 503 if it needs the catalogue
-    request.environ["demoserv.etag"] = tag
+    request.etag = tag
     held = _held_tag(tag)
     return _not_modified(held) if held else None
 
@@ -96,18 +96,13 @@ def _label(response, tag):
     response.headers["Last-Modified"] = http_date(_loaded_at())
 
 
-def _label_fresh(response):
+def label_fresh(response):
     """Cache headers on a 200; and a 304 instead, when ``If-None-Match: *`` or a current
     If-Modified-Since asks for one. Errors and redirects are never replaced."""
-    tag = request.environ.get("demoserv.etag")
+    tag = request.etag
     if tag is None or response.status_code != 200:
         return response
     if _holds_any():
         return _not_modified(encoded_tag(response, tag))
     _label(response, tag)
     return response
-
-
-def init_app(app):
-    app.before_request(_answer_conditional)
-    app.after_request(_label_fresh)

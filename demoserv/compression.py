@@ -32,7 +32,7 @@ def encoded_tag(response, tag):
     return f'{tag[:-1]}-{encoding}"' if encoding else tag
 
 
-def _compress(response):
+def compress(response):
     if (
         response.direct_passthrough
         or response.status_code < 200
@@ -57,7 +57,3 @@ def _compress(response):
     if tag:
         response.headers["ETag"] = f'{tag[:-1]}-{encoding}"'
     return response
-
-
-def init_app(app):
-    app.after_request(_compress)

@@ -259,7 +259,5 @@ def close_connection(exception=None):
 
 def init_app(app):
     app.extensions["demoserv.db"] = Database(database_path(app))
-    # Per request as well as per app context: a test client may run many requests in
-    # one app context, and each must read the catalogue current when it starts.
-    app.teardown_request(close_connection)
+    # Per request (pipeline) as well as per app context (a CLI command, a test).
     app.teardown_appcontext(close_connection)

@@ -26,7 +26,7 @@ _HOST = re.compile(
 )
 
 
-def _refuse_unusable():
+def refuse_unusable():
     environ = request.environ
     if (
         len(environ.get("PATH_INFO", "")) > MAX_PATH
@@ -48,8 +48,6 @@ def _refuse_unusable():
 
 
 def init_app(app):
-    # The hosts served are checked here, case-insensitively, not by Flask.
+    # The hosts served are checked by refuse_unusable, case-insensitively, not by Flask.
     app.extensions["demoserv.trusted_hosts"] = app.config["TRUSTED_HOSTS"]
     app.config["TRUSTED_HOSTS"] = None
-    # First of the before_request hooks: nothing else reads a refused request.
-    app.before_request(_refuse_unusable)

@@ -43,8 +43,14 @@ class APIResponse(Response):
 
 
 class APIRequest(Request):
-    """The host is kept as the client sent it: Werkzeug's own addresses (url_root,
-    base_url) decode punycode to Unicode."""
+    """A request and the state the pipeline gives it (on the request itself, never on
+    ``g``, which a test client may share between requests). The host is kept as the
+    client sent it: Werkzeug's own addresses (url_root, base_url) decode punycode."""
+
+    #: The ``format`` asked for ("" for none), set by ``negotiate``.
+    response_format = ""
+    #: This answer's ETag while it can still be a 200, set by ``caching``.
+    etag = None
 
     @cached_property
     def site_root(self):
@@ -91,12 +97,10 @@ def is_api_request():
 
 def response_format():
     """The requested ``format`` value ("" when none)."""
-    # Kept in the WSGI environ, which is the request's own, not on g, which a test
-    # client may share between requests.
-    return request.environ.get("demoserv.format", "")
+    return request.response_format
 
 
-def _negotiate():
+def negotiate():
     if not is_api_request():
         return
     requested = last_arg("format") or ""
@@ -105,7 +109,7 @@ def _negotiate():
             400,
             f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
         )
-    request.environ["demoserv.format"] = requested
+    request.response_format = requested
     redirect = isinstance(request.routing_exception, RequestRedirect)  # not an answer to negotiate
     if not requested and not redirect and not _accepts_json():
         raise APIError(406)
@@ -136,7 +140,7 @@ def _accepts_json():
     return quality > 0
 
 
-def _label(response):
+def label(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
         # Werkzeug's redirects have an HTML body; give them the API's shape.
@@ -164,5 +168,3 @@ def init_app(app):
     app.request_class = APIRequest
     app.response_class = APIResponse
     app.json = OrjsonProvider(app)
-    app.before_request(_negotiate)
-    app.after_request(_label)

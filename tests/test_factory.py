@@ -1,27 +1,39 @@
 """create_app: configuration sources and first-run seeding."""
 
+import os
 from pathlib import Path
 
-from demoserv import create_app
+from demoserv import DEFAULTS, create_app
 
 from . import catalogue_factory
 
 
 def test_defaults(monkeypatch, tmp_path):
-    monkeypatch.delenv("DEMOSERV_DATABASE", raising=False)
+    for name in list(os.environ):
+        if name.startswith("DEMOSERV_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    # An empty instance folder: a developer's instance/config.py must not count.
+    app = create_app(instance_path=str(tmp_path / "instance"))
+    assert {name: app.config[name] for name in DEFAULTS} == {**DEFAULTS, "SEED_DIR": ""}
+    assert app.config["DATABASE"] == "demoserv.sqlite3"
+    assert app.config["SITE_URL"] == "https://demozoo.org"
+    assert not app.testing
+
+
+def test_instance_config_is_read(monkeypatch, tmp_path):
     monkeypatch.delenv("DEMOSERV_SITE_URL", raising=False)
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
-    app = create_app()
-    assert app.config["SITE_URL"] == "https://demozoo.org"
-    assert app.config["DATABASE"] == "demoserv.sqlite3"
-    assert not app.testing
+    (tmp_path / "config.py").write_text('SITE_URL = "https://instance.example"\n')
+    app = create_app(instance_path=str(tmp_path))
+    assert app.config["SITE_URL"] == "https://instance.example"
 
 
 def test_environment_overrides_with_prefix(monkeypatch, tmp_path):
     monkeypatch.setenv("DEMOSERV_DATABASE", str(tmp_path / "x.sqlite3"))
     monkeypatch.setenv("DEMOSERV_SITE_URL", "https://mirror.example")
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
-    app = create_app()
+    app = create_app(instance_path=str(tmp_path / "instance"))
     assert app.config["DATABASE"] == str(tmp_path / "x.sqlite3")
     assert app.config["SITE_URL"] == "https://mirror.example"
 

@@ -42,7 +42,7 @@ class Server:
                 f"--threads={self.threads}",
                 *self.options,
                 "--call",
-                "demoserv:create_app",
+                "demoserv:serving_app",
             ],
             env=self.env,
             stderr=subprocess.PIPE,
@@ -76,10 +76,6 @@ class Server:
                 return error.code, dict(error.headers), json.loads(error.read())
 
 
-def serve(database, tmp_path):
-    return Server(database)
-
-
 @pytest.fixture(scope="module")
 def unseen(tmp_path_factory):
     folder = tmp_path_factory.mktemp("unseen")
@@ -111,9 +107,9 @@ def walk_http(server, url):
     return records
 
 
-def test_contract_over_http_on_an_unseen_catalogue(unseen, tmp_path):
+def test_contract_over_http_on_an_unseen_catalogue(unseen):
     catalogue, database = unseen
-    with serve(database, tmp_path) as server:
+    with Server(database) as server:
         api = f"{server.base}/api/v1/"
         for resource, keys in oracle.KEYS.items():
             everything = oracle.all_records(catalogue, resource)
@@ -178,7 +174,7 @@ def test_replacement_while_threads_read(tmp_path):
             if stop.is_set() and name == "new":
                 return
 
-    with serve(database, tmp_path) as server:
+    with Server(database) as server:
         readers = [threading.Thread(target=read, args=(server, page)) for page in (1, 1, 2, 2)]
         for reader in readers:
             reader.start()

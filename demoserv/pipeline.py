@@ -1,0 +1,66 @@
+"""What happens to a request, in order. This is the one place that adds request hooks
+and middleware, so the order is read here rather than inferred from the order of calls
+in ``create_app``.
+
+==========  ======================  ==========================================================
+stage       step                    what it does
+==========  ======================  ==========================================================
+WSGI        access log              ``access_log.AccessLog``, outermost: one JSON line for
+                                    every answer, refused ones too
+WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
+before      refuse unusable         ``guard.refuse_unusable``: sizes, bad or untrusted Host
+before      negotiate               ``rendering.negotiate``: ``format=`` and ``Accept``
+before      conditional answer      ``caching.answer_conditional``: a 304 before any query
+view        the resource's view     a blueprint of ``resources``; an error becomes a JSON
+                                    answer (``errors``) and goes on through the steps below
+after       cache headers           ``caching.label_fresh``: ETag, Cache-Control,
+                                    Last-Modified, X-Catalogue-Version (or a 304)
+after       API headers             ``rendering.label``: Content-Type, Allow, CORS, nosniff
+after       compression             ``compression.compress``: gzip or brotli, last, so it
+                                    sees the final body and headers
+teardown    close connection        ``db.close_connection``: each request reads the
+                                    catalogue current when it started
+==========  ======================  ==========================================================
+
+A step that returns an answer (a refusal, a 304) skips the steps before the view that
+follow it and the view; the ``after`` steps run on every answer.
+"""
+
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from . import caching, compression, db, guard, rendering
+from .access_log import AccessLog
+
+
+def proxy_headers(app, wsgi_app):
+    """X-Forwarded-For, -Proto, -Host, -Port and -Prefix from ``TRUSTED_PROXIES`` proxies."""
+    proxies = int(app.config["TRUSTED_PROXIES"])
+    if not proxies:
+        return wsgi_app
+    return ProxyFix(
+        wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies, x_prefix=proxies
+    )
+
+
+def access_log(app, wsgi_app):
+    return AccessLog(wsgi_app)
+
+
+# Each stage's steps in the order a request meets them.
+MIDDLEWARE = (access_log, proxy_headers)
+BEFORE = (guard.refuse_unusable, rendering.negotiate, caching.answer_conditional)
+AFTER = (caching.label_fresh, rendering.label, compression.compress)
+TEARDOWN = (db.close_connection,)
+
+
+def init_app(app):
+    for step in BEFORE:
+        app.before_request(step)
+    # Flask calls after_request functions last added first.
+    for step in reversed(AFTER):
+        app.after_request(step)
+    for step in TEARDOWN:
+        app.teardown_request(step)
+    # The outermost middleware wraps last.
+    for step in reversed(MIDDLEWARE):
+        app.wsgi_app = step(app, app.wsgi_app)
