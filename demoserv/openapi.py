@@ -39,7 +39,14 @@ def _ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _page(name, paged):
+def _page(name, paged, detail=None):
+    """A page of ``name`` records; with ``fields=``, a list may name detail fields too."""
+    item = _ref(name)
+    if detail is not None and detail != name:
+        item = {
+            "anyOf": [item, _ref(detail)],
+            "description": "A list record; with fields=, the fields named of the detail record.",
+        }
     nullable_url = {"type": ["string", "null"], "format": "uri"}
     return {
         "type": "object",
@@ -55,7 +62,7 @@ def _page(name, paged):
             "previous": {**nullable_url, "description": "The previous page; null on the first."},
             "results": {
                 "type": "array",
-                "items": _ref(name),
+                "items": item,
                 **({"maxItems": PAGE_SIZE} if paged else {}),
             },
         },
@@ -167,8 +174,8 @@ def build():
     }
     for resource in RESOURCES:
         record = _register(spec, resource.schema)
-        spec.components.schema(f"{record}Page", _page(record, resource.paged))
         detail = _register(spec, resource.detail_schema or resource.schema)
+        spec.components.schema(f"{record}Page", _page(record, resource.paged, detail))
         spec.path(
             path=f"/api/v1/{resource.name}/",
             operations={

@@ -144,7 +144,6 @@ def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(
         raise RuntimeError("secret internals")
 
     monkeypatch.setattr(platforms.resource, "fetch_page", broken)
-    app.config["PROPAGATE_EXCEPTIONS"] = False
     with caplog.at_level(logging.INFO):
         response = client.get("/api/v1/platforms/")
     assert response.status_code == 500 and b"secret" not in response.data
