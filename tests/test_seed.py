@@ -6,11 +6,21 @@ from pathlib import Path
 import pytest
 
 from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.link_classes import ARCHIVED
 
 from . import oracle
 from .conftest import walk
 
 SEED = Path(__file__).resolve().parent.parent / "seed"
+# The upstream's classes of links that are always download links.
+DOWNLOAD_CLASSES = {
+    "AmigascneFile",
+    "SceneOrgFile",
+    "FujiologyFile",
+    "UntergrundFile",
+    "PaduaOrgFile",
+    "ModlandFile",
+}
 # SPEC.md's observed production types.
 SPEC_TYPES = {
     1: ("Demo", "production"),
@@ -177,7 +187,7 @@ def test_no_own_ids(seed):
 
 def test_productions_agree_with_reference(seed, reference):
     releasers = reference["releasers"]
-    checked = 0
+    checked = linked = 0
     for production in seed["productions"]:
         known = reference["productions"].get(production["id"])
         if known is None:
@@ -203,7 +213,18 @@ def test_productions_agree_with_reference(seed, reference):
             releaser = nick["releaser"]
             if releaser["id"] in releasers:
                 assert releaser["name"] == releasers[releaser["id"]], where
-    assert checked >= 50
+        # Links as recorded: every external link (archived classes hidden, upstream
+        # order), and the first download link where its class is certain.
+        shown = [link for link in known.get("links", []) if link["link_class"] not in ARCHIVED]
+        assert production["external_links"] == shown, where
+        for link in production["download_links"]:
+            assert link["link_class"] in DOWNLOAD_CLASSES, where
+        assert [link["url"] for link in production["download_links"]] in (
+            [],
+            [known.get("download_link")],
+        ), where
+        linked += bool(production["download_links"]) + bool(production["external_links"])
+    assert checked >= 50 and linked >= 100
 
 
 def test_releasers_agree_with_reference(seed, reference):
