@@ -129,6 +129,11 @@ def _register(spec, schema):
     name = type(schema).__name__.removesuffix("Schema")
     if name not in spec.components.schemas:
         spec.components.schema(name, schema=type(schema))
+    # Component names are class names: two classes of one name would share a component.
+    refs = spec.plugins[0].converter.refs
+    owners = {key[0] for key, ref in refs.items() if ref == name}
+    if owners - {type(schema)}:
+        raise ValueError(f"two schemas are named {name}Schema; rename one")
     return name
 
 

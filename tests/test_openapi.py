@@ -73,3 +73,24 @@ def test_docs_page(client):
     assert response.headers["ETag"] and response.headers["Cache-Control"].startswith("public")
     packed = client.get("/api/v1/docs/", headers={"Accept-Encoding": "gzip"})
     assert packed.headers["Content-Encoding"] == "gzip"
+
+
+def test_two_schemas_of_one_name_are_refused():
+    # Component names are class names: a new resource's schema named like another
+    # module's would silently share (and misdescribe) that component.
+    from apispec import APISpec
+    from apispec.ext.marshmallow import MarshmallowPlugin
+    from marshmallow import Schema, fields
+
+    from demoserv.openapi import _register
+    from demoserv.resources import parties
+
+    spec = APISpec(title="t", version="1", openapi_version="3.1.0", plugins=[MarshmallowPlugin()])
+    assert _register(spec, parties.resource.detail_schema) == "PartyDetail"
+    assert _register(spec, parties.resource.detail_schema) == "PartyDetail"  # again: fine
+
+    class CompetitionSchema(Schema):  # a nested component of the party detail
+        shown = fields.Integer()
+
+    with pytest.raises(ValueError, match="CompetitionSchema"):
+        _register(spec, CompetitionSchema())
