@@ -387,3 +387,26 @@ def test_a_field_too_long_is_refused_early(served):
     huge = b'{"id": 1, "title": "' + b"y" * (load.LINE_LIMIT + 10) + b'"}\n'
     write_lines(bad, "productions", [huge])
     assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")
+
+
+def test_a_competition_known_only_from_a_placing(tmp_path, make_app):
+    source = tmp_path / "src"
+    party = {**PARTY, "competitions": [{"id": 70, "name": "Demo", "shown_date": None}]}
+    write_lines(source, "parties", [party])
+    placing = {
+        "position": 2,
+        "ranking": "2",
+        "score": "",
+        "competition": {"id": 77, "name": "Intro", "party": {"id": 5, "name": "Assembly 1993"}},
+    }
+    write_lines(source, "productions", [{**PRODUCTION, "competition_placings": [placing]}])
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    client = make_app(tmp_path / "db.sqlite3").test_client()
+    competitions = client.get("/api/v1/parties/5/").json["competitions"]
+    assert [(c["id"], c["name"], c["shown_date"]) for c in competitions] == [
+        (70, "Demo", None),
+        (77, "Intro", None),  # after those the party lists
+    ]
+    assert [r["production"]["id"] for r in competitions[1]["results"]] == [1]
+    placings = client.get("/api/v1/productions/1/").json["competition_placings"]
+    assert [(p["position"], p["competition"]["id"]) for p in placings] == [(2, 77)]

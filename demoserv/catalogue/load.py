@@ -26,6 +26,8 @@ from .pgdump import DumpError
 from .upstream import import_dump
 
 PROGRESS_EVERY = 1000  # lines between progress reports
+# The position of a competition that no party lists, only a placing: after any listed.
+KNOWN_FROM_PLACINGS = 2**62
 # Records that nested summaries may refer to, and may create when their file lacks them.
 SUMMARISED = ("platforms", "production_types", "releasers")
 
@@ -710,7 +712,8 @@ class _Loader:
                         {
                             "id": competition["id"],
                             "party_id": party,
-                            "position": None,
+                            # After the competitions its party lists, by id.
+                            "position": KNOWN_FROM_PLACINGS,
                             "name": competition["name"],
                             "shown_date": None,
                             "platform_id": None,

@@ -117,7 +117,11 @@ RELEASES = _productions(tables.party_releases)
 COMPETITIONS = (
     select(tables.competitions)
     .where(tables.competitions.c.party_id.in_(IDS))
-    .order_by(tables.competitions.c.party_id, tables.competitions.c.position)
+    .order_by(
+        tables.competitions.c.party_id,
+        tables.competitions.c.position,
+        tables.competitions.c.id,  # of those known only from placings
+    )
 )
 RESULTS = (
     select(tables.placings)
