@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue import load_catalogue
 from demoserv.catalogue.prebuilt import install_built
 
-from . import catalogue_factory
 from .conftest import SITE_URL
+from .test_prebuilt import built_catalogues
 
 pytestmark = pytest.mark.nginx
 
@@ -152,15 +151,7 @@ def built(tmp_path_factory):
             "NGINX NOT FOUND: the deployment test needs nginx (apt-get install nginx); "
             "this test did not run"
         )
-    folder = tmp_path_factory.mktemp("staging")
-    files = []
-    for seed, size in ((31, 250), (32, 260)):
-        source = catalogue_factory.write(
-            catalogue_factory.build(seed=seed, productions=size), folder / f"files-{seed}"
-        )
-        load_catalogue(source, folder / f"built-{seed}.sqlite3")
-        files.append(folder / f"built-{seed}.sqlite3")
-    return files
+    return built_catalogues(tmp_path_factory.mktemp("staging"), {31: 250, 32: 260})
 
 
 def test_two_replicas_behind_nginx(tmp_path, built):

@@ -14,18 +14,22 @@ from demoserv.catalogue.prebuilt import install_built
 from . import catalogue_factory
 
 
+def built_catalogues(folder, sizes):
+    """Catalogue files built in ``folder`` from generated catalogues: {seed: productions}."""
+    files = []
+    for seed, size in sizes.items():
+        source = catalogue_factory.write(
+            catalogue_factory.build(seed=seed, productions=size), folder / f"files-{seed}"
+        )
+        load_catalogue(source, folder / f"built-{seed}.sqlite3")
+        files.append(folder / f"built-{seed}.sqlite3")
+    return files
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Two built catalogue files (30 and 50 productions) in a staging folder."""
-    folder = tmp_path_factory.mktemp("staging")
-    files = []
-    for seed, size in ((21, 30), (22, 50)):
-        source = catalogue_factory.write(
-            catalogue_factory.build(seed=seed, productions=size), folder / f"files-{size}"
-        )
-        load_catalogue(source, folder / f"built-{size}.sqlite3")
-        files.append(folder / f"built-{size}.sqlite3")
-    return tuple(files)
+    return tuple(built_catalogues(tmp_path_factory.mktemp("staging"), {21: 30, 22: 50}))
 
 
 @pytest.fixture
@@ -101,20 +105,23 @@ def empty_file(path, built):
     path.write_bytes(b"")
 
 
-def older_schema(path, built):
-    path.write_bytes(built.read_bytes())
-    connection = sqlite3.connect(path)
-    connection.execute("UPDATE catalogue_info SET schema_version = schema_version - 1")
-    connection.commit()
-    connection.close()
+def altered(statement):
+    """A copy of the built file changed by one SQL statement."""
+
+    def make(path, built):
+        path.write_bytes(built.read_bytes())
+        connection = sqlite3.connect(path)
+        connection.execute(statement)
+        connection.commit()
+        connection.close()
+
+    return make
 
 
-def other_columns(path, built):
-    path.write_bytes(built.read_bytes())
-    connection = sqlite3.connect(path)
-    connection.execute("ALTER TABLE productions DROP COLUMN doc")
-    connection.commit()
-    connection.close()
+older_schema = altered("UPDATE catalogue_info SET schema_version = schema_version - 1")
+other_columns = altered("ALTER TABLE productions DROP COLUMN doc")
+unfinished = altered("DELETE FROM productions WHERE id = (SELECT max(id) FROM productions)")
+without_an_index = altered("DROP INDEX productions_by_title_key")
 
 
 def truncated(path, built):
@@ -133,22 +140,6 @@ def damaged(path, built):
     for offset in range(page * 3, len(data) - page, page * 5):  # scribble over pages
         data[offset + 8 : offset + 200] = b"\xa5" * 192
     path.write_bytes(bytes(data))
-
-
-def unfinished(path, built):
-    path.write_bytes(built.read_bytes())
-    connection = sqlite3.connect(path)
-    connection.execute("DELETE FROM productions WHERE id = (SELECT max(id) FROM productions)")
-    connection.commit()
-    connection.close()
-
-
-def without_an_index(path, built):
-    path.write_bytes(built.read_bytes())
-    connection = sqlite3.connect(path)
-    connection.execute("DROP INDEX productions_by_title_key")
-    connection.commit()
-    connection.close()
 
 
 @pytest.mark.parametrize(
