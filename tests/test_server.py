@@ -32,18 +32,21 @@ class Server:
         self.threads = threads
         self.options = list(options)
 
+    def command(self):
+        return [
+            sys.executable,
+            "-m",
+            "waitress",
+            "--listen=127.0.0.1:0",
+            f"--threads={self.threads}",
+            *self.options,
+            "--call",
+            "demoserv:serving_app",
+        ]
+
     def __enter__(self):
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "waitress",
-                "--listen=127.0.0.1:0",
-                f"--threads={self.threads}",
-                *self.options,
-                "--call",
-                "demoserv:serving_app",
-            ],
+            self.command(),
             env=self.env,
             stderr=subprocess.PIPE,
             text=True,

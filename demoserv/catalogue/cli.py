@@ -9,7 +9,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..db import database_path, get_database
-from . import install
+from . import install, prebuilt
 from .export import export_catalogue
 from .load import CatalogueError, Progress, load_catalogue
 
@@ -79,18 +79,24 @@ def _fail(error):
 @with_appcontext
 def load_command(source, wait, allow_empty):
     """Load SOURCE, replacing the served catalogue (kept as the previous one for
-    ``flask rollback``): a catalogue folder, or the upstream's daily database export
-    (a .sql or .sql.gz file)."""
+    ``flask rollback``): a catalogue folder, the upstream's daily database export
+    (a .sql or .sql.gz file), or a catalogue file this service built (.sqlite3)."""
     target = database_path(current_app)
+    built = prebuilt.is_built_catalogue(source)
     progress = TerminalProgress() if sys.stdout.isatty() else Progress()
     started = time.monotonic()
     # Everything, the summary included, under the signal handling: once the new file
     # is in place a signal can no longer turn the success into a failure.
     with install.handling_signals(target):
         try:
-            counts, before = load_catalogue(
-                source, target, progress, wait=wait, allow_empty=allow_empty
-            )
+            if built:
+                counts, before = prebuilt.install_built(
+                    source, target, wait=wait, allow_empty=allow_empty
+                )
+            else:
+                counts, before = load_catalogue(
+                    source, target, progress, wait=wait, allow_empty=allow_empty
+                )
         except (CatalogueError, install.InstallError) as error:
             _fail(error)
         elapsed = time.monotonic() - started

@@ -1,0 +1,173 @@
+"""``flask load built.sqlite3``: put in place a catalogue file that this service has
+already built (the served file of another machine, or one built into a staging path),
+with the guarantees of every load: the lock, the file copied beside the served one and
+checked there, the previous file kept, owner and mode, one-line failures naming the
+path, nothing replaced on failure.
+
+Several replicas then serve byte-identical files: the same version, the same ETags and
+the same Last-Modified everywhere.
+"""
+
+import os
+import sqlite3
+import stat
+import struct
+from pathlib import Path
+from urllib.parse import quote
+
+from .. import tables
+from ..db import schema_mismatch
+from . import install
+from .load import CatalogueError
+
+MAGIC = b"SQLite format 3\x00"
+SUFFIXES = (".sqlite3", ".sqlite", ".db")
+HEADER = 100  # bytes of the SQLite file header
+COPY_CHUNK = 1 << 20
+
+
+def is_built_catalogue(source):
+    """Whether ``source`` is meant as a built catalogue: named like an SQLite file, or a
+    file that starts as one."""
+    source = Path(source)
+    if source.suffix.lower() in SUFFIXES:
+        return True
+    try:
+        with open(source, "rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def install_built(source, target, *, wait=False, allow_empty=False):
+    """Copy the built catalogue ``source`` beside ``target``, check the copy and rename
+    it over ``target``. Returns (the copy's record counts, the replaced file's)."""
+    source, target = Path(source), Path(target)
+    with install.building(target, wait=wait) as build:
+        _copy(source, build)
+        counts = check_built(build, source)
+        before = install.install(build, target, counts, allow_empty=allow_empty)
+    return counts, before
+
+
+def _copy(source, build):
+    """``source`` copied to ``build``: a failure to read names ``source``; a failure to
+    write (a full disk) is left to ``install.building``, which names the folder."""
+    try:
+        # Non-blocking, so that opening a FIFO does not wait for a writer.
+        descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
+    with open(descriptor, "rb") as reader, open(build, "wb") as writer:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise CatalogueError(f"{source}: not a regular file")
+        while True:
+            try:
+                chunk = reader.read(COPY_CHUNK)
+            except OSError as error:
+                raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
+            if not chunk:
+                return
+            writer.write(chunk)
+
+
+def check_built(path, source):
+    """The record counts of the catalogue file at ``path`` (a copy of ``source``, which
+    the errors name), if it is whole, sound and a complete catalogue of the schema this
+    service reads; CatalogueError otherwise."""
+
+    def refuse(why):
+        return CatalogueError(f"{source}: {why}")
+
+    with open(path, "rb") as file:
+        header = file.read(HEADER)
+        size = os.fstat(file.fileno()).st_size
+    if not header.startswith(MAGIC):
+        what = "an empty file" if not size else "not an SQLite database"
+        raise refuse(f"{what}; expected a catalogue file built by this service")
+    if len(header) < HEADER:
+        raise refuse("truncated: shorter than an SQLite header")
+    page_size = struct.unpack(">H", header[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    pages = struct.unpack(">I", header[28:32])[0]
+    # The header's page count holds when its "valid for" counter is the change counter.
+    if header[92:96] == header[24:28] and size != pages * page_size:
+        raise refuse(
+            f"truncated or damaged: {size:,} bytes where the header promises "
+            f"{pages:,} pages of {page_size:,}"
+        )
+    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+    try:
+        connection = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as error:
+        raise refuse(f"cannot be opened: {error}") from None
+    try:
+        return _check_contents(connection, refuse)
+    except sqlite3.Error as error:
+        raise refuse(f"damaged: {error}") from None
+    finally:
+        connection.close()
+
+
+class _Driver:
+    """The sqlite3 connection as db.schema_mismatch reads it."""
+
+    def __init__(self, connection):
+        self.exec_driver_sql = connection.execute
+
+
+def _check_contents(connection, refuse):
+    problems = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+    if problems != ["ok"]:
+        raise refuse(f"damaged: {problems[0]}")
+    expected = {
+        table.name: {column.name for column in table.columns}
+        for table in tables.metadata.sorted_tables
+    }
+    try:
+        mismatch = schema_mismatch(_Driver(connection), expected)
+    except ValueError:
+        raise refuse("an SQLite database without tables, not a catalogue") from None
+    names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    info = []
+    if "catalogue_info" in names:  # the schema version first: it says the most
+        try:
+            info = connection.execute("SELECT schema_version, version FROM catalogue_info")
+            info = info.fetchall()
+        except sqlite3.OperationalError:  # other columns: told by the mismatch below
+            pass
+    if len(info) == 1 and info[0][0] != tables.SCHEMA_VERSION:
+        raise refuse(
+            f"built for schema version {info[0][0]}; this service reads version "
+            f"{tables.SCHEMA_VERSION}: build it again with this version (flask load the "
+            "catalogue folder or the upstream's export)"
+        )
+    if mismatch is not None:
+        raise refuse(f"not a catalogue built by this version of the service ({mismatch})")
+    if len(info) != 1 or not info[0][1]:
+        raise refuse("an unfinished catalogue: no catalogue version recorded")
+    missing = [index.name for index in tables.INDEXES if index.name not in names]
+    if missing:
+        raise refuse(f"an unfinished catalogue: no index {missing[0]}")
+    counts = dict(connection.execute("SELECT resource, count FROM record_counts"))
+    dictionaries = set(connection.execute("SELECT resource, kind FROM dictionaries"))
+    columns = {row[0] for row in connection.execute("SELECT resource FROM listing_columns")}
+    for name in tables.RECORD_TABLES:
+        rows = connection.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+        if counts.get(name) != rows:
+            raise refuse(
+                f"an unfinished catalogue: {name} holds {rows:,} records, "
+                f"its count says {counts.get(name)}"
+            )
+        kinds = ["list"]
+        if f"{name}_details" in tables.metadata.tables:
+            kinds.append("detail")
+            details = connection.execute(f'SELECT count(*) FROM "{name}_details"').fetchone()[0]
+            if details != rows:
+                raise refuse(f"an unfinished catalogue: {details:,} of {rows:,} {name} details")
+        for kind in kinds:
+            if (name, kind) not in dictionaries:
+                raise refuse(f"an unfinished catalogue: no {kind} dictionary of {name}")
+        if name not in columns:
+            raise refuse(f"an unfinished catalogue: no listing columns of {name}")
+    return counts

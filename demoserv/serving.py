@@ -1,0 +1,224 @@
+"""``demoserv-serve``: waitress with settings that keep slow and idle clients from
+locking others out, and with requests of ambiguous length refused.
+
+waitress reads requests on one thread (an asyncore loop) and hands whole requests to
+its worker threads, so a slow client costs a connection slot, never a worker. What
+locks others out is running out of slots: waitress stops accepting at
+``connection_limit`` (100 by default) and keeps an idle connection for
+``channel_timeout`` (120 s by default). This entry point therefore
+
+- allows many connections (``connection_limit``), with ``poll()`` in place of
+  ``select()`` (which cannot watch descriptors above 1024) and the process's limit of
+  open files raised to fit;
+- closes idle connections sooner (``channel_timeout``, checked every
+  ``cleanup_interval`` seconds);
+- closes a connection whose request has not arrived whole within ``request_timeout``
+  seconds of its first byte: waitress itself has no such deadline, so a client sending
+  one header byte a second would otherwise keep its slot for days;
+- refuses, with a JSON 400 and the connection closed, a request whose length is
+  ambiguous (RFC 9112 section 6.1): both ``Content-Length`` and ``Transfer-Encoding``,
+  or ``Transfer-Encoding`` in HTTP/1.0. waitress would read such a request as chunked
+  and keep the connection open, so that bytes after the chunked body were read as a
+  second request (request smuggling behind a proxy that reads the length otherwise).
+"""
+
+import argparse
+import logging
+import resource
+import time
+
+import orjson
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.parser import HEADER_FIELD_RE, HTTPRequestParser, get_header_lines
+from waitress.server import BaseWSGIServer, create_server
+from waitress.utilities import BadRequest
+
+log = logging.getLogger(__name__)
+
+# The settings this entry point chooses; every other waitress setting keeps its default.
+DEFAULTS = {
+    "threads": 4,
+    "connection_limit": 1000,
+    "channel_timeout": 15,
+    "cleanup_interval": 2,
+    "backlog": 1024,
+    "asyncore_use_poll": True,
+}
+REQUEST_TIMEOUT = 10  # seconds from a request's first byte to its last
+SPARE_FILES = 64  # descriptors besides connections: the database, logs, the listener
+
+AMBIGUOUS_LENGTH = (
+    "The request's length is ambiguous: it has both Content-Length and Transfer-Encoding "
+    "(or Transfer-Encoding in HTTP/1.0); the connection is closed."
+)
+
+
+class AmbiguousLength(BadRequest):
+    """A 400 in the service's own error shape, sent by waitress before the
+    application sees the request; waitress closes the connection after it."""
+
+    def to_response(self, ident=None):
+        body = orjson.dumps({"detail": self.body})
+        headers = [("Content-Type", "application/json"), ("X-Content-Type-Options", "nosniff")]
+        return f"{self.code} {self.reason}", headers, body
+
+
+class RequestParser(HTTPRequestParser):
+    """waitress's parser, which notes when a request began and refuses a request whose
+    length is ambiguous: its body is not read, and the error answer closes the
+    connection, so nothing after the headers is ever read as a request."""
+
+    def __init__(self, adj):
+        super().__init__(adj)
+        self.started = time.monotonic()
+
+    def parse_header(self, header_plus):
+        super().parse_header(header_plus)
+        names = set()
+        for line in get_header_lines(header_plus.partition(b"\r\n")[2]):
+            match = HEADER_FIELD_RE.match(line)
+            if match:
+                names.add(match.group("name").lower())
+        if b"transfer-encoding" in names and (b"content-length" in names or self.version == "1.0"):
+            self.refuse(AmbiguousLength(AMBIGUOUS_LENGTH))
+
+    def refuse(self, error):
+        self.close()  # the body buffer, if any
+        self.error = error
+        self.body_rcv = None  # the request is complete without its body
+        self.chunked = False
+        self.content_length = 0
+        self.connection_close = True
+        self.headers["CONNECTION"] = "close"  # so that no "Keep-Alive" is answered either
+
+
+class Channel(HTTPChannel):
+    """waitress's connection, which closes itself when a request has not arrived whole
+    within ``request_timeout`` seconds of its first byte."""
+
+    parser_class = RequestParser
+    request_timeout = REQUEST_TIMEOUT
+
+    def readable(self):
+        # Called by the loop for every connection at least once a loop timeout (1 s).
+        request = self.request
+        if (
+            request is not None
+            and not request.completed
+            and not self.requests
+            and time.monotonic() - request.started > self.request_timeout
+        ):
+            self.will_close = True  # the loop closes it (see HTTPChannel.writable)
+        return super().readable()
+
+
+def raise_open_files_limit(needed):
+    """Raise the soft limit of open files to ``needed`` if the hard limit allows;
+    returns the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        wanted = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        soft = wanted
+    return soft
+
+
+def make_server(app, *, request_timeout=REQUEST_TIMEOUT, **settings):
+    """A waitress server for ``app`` with DEFAULTS overridden by ``settings`` (waitress
+    adjustments), whose connections use Channel; call ``run()`` on it."""
+    settings = {**DEFAULTS, **settings}
+    limit = raise_open_files_limit(settings["connection_limit"] + SPARE_FILES)
+    if settings["connection_limit"] + SPARE_FILES > limit:
+        log.warning(
+            "only %d open files allowed: connection limit lowered from %d to %d",
+            limit,
+            settings["connection_limit"],
+            max(limit - SPARE_FILES, 10),
+        )
+        settings["connection_limit"] = max(limit - SPARE_FILES, 10)
+    channel = type("Channel", (Channel,), {"request_timeout": request_timeout})
+    sockets = {}
+    server = create_server(app, map=sockets, **settings)
+    for dispatcher in list(sockets.values()):
+        if isinstance(dispatcher, BaseWSGIServer):
+            dispatcher.channel_class = channel
+    return server
+
+
+def _positive(kind):
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text}: must be more than 0")
+        return value
+
+    return parse
+
+
+def parse_arguments(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="demoserv-serve",
+        description="Serve the catalogue API with waitress, with settings for direct "
+        "exposure to clients (see README, 'Replicas and a cache').",
+    )
+    parser.add_argument(
+        "--listen",
+        action="append",
+        help="HOST:PORT to listen on (repeat for several; default 127.0.0.1:8080)",
+    )
+    number = _positive(int)
+    options = (
+        ("threads", number, "worker threads"),
+        ("connection-limit", number, "connections open at once (waitress: 100)"),
+        ("channel-timeout", number, "seconds an idle connection is kept (waitress: 120)"),
+        ("cleanup-interval", number, "seconds between checks for idle connections"),
+        ("backlog", number, "connections waiting to be accepted"),
+    )
+    for name, kind, what in options:
+        default = DEFAULTS[name.replace("-", "_")]
+        parser.add_argument(f"--{name}", type=kind, help=f"{what} (default {default})")
+    parser.add_argument(
+        "--request-timeout",
+        type=_positive(float),
+        default=REQUEST_TIMEOUT,
+        help="seconds from a request's first byte to its last before the connection is "
+        f"closed (default {REQUEST_TIMEOUT})",
+    )
+    parser.add_argument("--trusted-proxy", help="address of the reverse proxy in front")
+    parser.add_argument("--trusted-proxy-count", type=number, help="proxies in front to trust")
+    parser.add_argument(
+        "--trusted-proxy-headers",
+        help='proxy headers to apply, space-separated ("x-forwarded-proto x-forwarded-host")',
+    )
+    parser.add_argument("--url-scheme", help="scheme of the url fields when no proxy says")
+    arguments = parser.parse_args(argv)
+    settings = {
+        name: value
+        for name, value in vars(arguments).items()
+        if value is not None and name not in ("listen", "request_timeout")
+    }
+    settings["listen"] = " ".join(arguments.listen or ["127.0.0.1:8080"])
+    Adjustments(**{**DEFAULTS, **settings})  # raises ValueError on a bad combination
+    return settings, arguments.request_timeout
+
+
+def main(argv=None):
+    try:
+        settings, request_timeout = parse_arguments(argv)
+    except ValueError as error:
+        raise SystemExit(f"demoserv-serve: {error}") from None
+    from . import serving_app
+
+    app = serving_app()  # first, so that the service configures its own logging
+    waitress_log = logging.getLogger("waitress")
+    if waitress_log.level == logging.NOTSET:
+        waitress_log.setLevel(logging.INFO)
+    logging.basicConfig()
+    server = make_server(app, request_timeout=request_timeout, **settings)
+    server.print_listen("Serving on http://{}:{}")
+    server.run()
+
+
+if __name__ == "__main__":
+    main()
