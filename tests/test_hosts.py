@@ -4,6 +4,7 @@ stays punycode), and every answer names its catalogue version, the same for the 
 records whichever load built the file."""
 
 import shutil
+import sqlite3
 
 from demoserv.catalogue import load_catalogue
 
@@ -51,3 +52,19 @@ def test_replicas_of_the_same_records_agree(make_app, catalogue_dir, loaded_data
     tag = first.get("/api/v1/parties/").headers["ETag"]
     third = make_app(copy).test_client()
     assert third.get("/api/v1/parties/", headers={"If-None-Match": tag}).status_code == 304
+
+
+def test_reloading_the_same_records_changes_no_answer(make_app, catalogue_dir, tmp_path):
+    served = tmp_path / "served.sqlite3"
+    load_catalogue(catalogue_dir, served)
+    app = make_app(served)
+    first = app.test_client().get("/api/v1/parties/")
+    with sqlite3.connect(served) as connection:  # as if the first load were long ago
+        connection.execute("UPDATE catalogue_info SET loaded_at = '2001-02-03T04:05:06Z'")
+    connection.close()
+    load_catalogue(catalogue_dir, served)  # the same records again
+    again = make_app(served).test_client().get("/api/v1/parties/")
+    assert again.headers["ETag"] == first.headers["ETag"]
+    assert again.headers["Last-Modified"] == "Sat, 03 Feb 2001 04:05:06 GMT"
+    since = {"If-Modified-Since": again.headers["Last-Modified"]}
+    assert make_app(served).test_client().get("/api/v1/parties/", headers=since).status_code == 304

@@ -252,6 +252,35 @@ def served_counts(path):
         connection.close()
 
 
+def _version_and_time(path):
+    """(version, loaded_at) of the catalogue file at ``path``; None if it has none."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        return connection.execute("SELECT version, loaded_at FROM catalogue_info").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+
+
+def _keep_time_of_same_records(build, target):
+    """A new file of the records already served keeps their time (``Last-Modified``):
+    reloading unchanged data changes no answer, not even a date."""
+    served, built = _version_and_time(target), _version_and_time(build)
+    if served is None or built is None or served[0] != built[0] or served[1] == built[1]:
+        return
+    connection = sqlite3.connect(build)
+    try:
+        with connection:
+            connection.execute("UPDATE catalogue_info SET loaded_at = ?", (served[1],))
+    finally:
+        connection.close()
+
+
 def _fsync(path, flags=os.O_RDONLY):
     descriptor = os.open(path, flags)
     try:
@@ -313,6 +342,7 @@ def install(build_path, target, counts, *, allow_empty=False):
             "(load with --allow-empty to empty them on purpose)"
         )
     try:
+        _keep_time_of_same_records(build_path, target)
         _take_owner_and_mode(build_path, target)
         _fsync(build_path)
         _pause("installing")
