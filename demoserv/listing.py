@@ -11,6 +11,13 @@ such as a name or a linked id, ask SQLite for their ids) and an order: a single 
 precomputed permutation, or a lexicographic sort of the groups of several keys. The
 result, an array of row positions, is kept in a cache bounded in bytes, so that the
 later pages of a listing cost a slice.
+
+Finding a new listing takes the CPU for milliseconds to a few hundred; pages already
+found take it for far less. So that clients who ask only for new listings cannot take
+the CPU from everyone else, new listings are found one at a time in the process; a
+request waits for its turn at most ``WAIT_SECONDS``, and while ``MAX_WAITING`` requests
+wait, another is answered at once with 503 and ``Retry-After`` (``Busy``). Pages of
+listings already found never wait.
 """
 
 import threading
@@ -24,6 +31,42 @@ from . import tables
 CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
 ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
 CHUNK = 20_000  # rows read at a time when the columns are built
+WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
+MAX_WAITING = 2  # requests that may wait for that turn at once (demoserv-serve: 8 threads)
+
+
+class Busy(Exception):
+    """New listings are being found for other requests; retry in a second."""
+
+
+class _Turns:
+    """One new listing found at a time in the process, with a bounded queue."""
+
+    def __init__(self):
+        self._turn = threading.Lock()
+        self._guard = threading.Lock()
+        self._waiting = 0
+
+    def __enter__(self):
+        if self._turn.acquire(blocking=False):
+            return self
+        with self._guard:
+            if self._waiting >= MAX_WAITING:
+                raise Busy
+            self._waiting += 1
+        try:
+            if not self._turn.acquire(timeout=WAIT_SECONDS):
+                raise Busy
+        finally:
+            with self._guard:
+                self._waiting -= 1
+        return self
+
+    def __exit__(self, *exc):
+        self._turn.release()
+
+
+TURNS = _Turns()
 
 
 def _dense_rank(column):
@@ -155,12 +198,17 @@ class Listings:
             if found is not None:
                 self._kept.move_to_end(key)
                 return found
-        columns = self.columns(connection, resource)
-        mask = None
-        for item, value in conditions.items:
-            part = item.mask(columns, value, connection, resource.table)
-            mask = part if mask is None else mask & part
-        found = columns.ids[columns.order(ordering, mask)]
+        with TURNS:
+            with self._lock:  # found by another request while this one waited?
+                found = self._kept.get(key)
+            if found is not None:
+                return found
+            columns = self.columns(connection, resource)
+            mask = None
+            for item, value in conditions.items:
+                part = item.mask(columns, value, connection, resource.table)
+                mask = part if mask is None else mask & part
+            found = columns.ids[columns.order(ordering, mask)]
         size = found.nbytes + ENTRY_OVERHEAD
         with self._lock:
             if key not in self._kept:
