@@ -653,10 +653,11 @@ def main():
         args.samples, args.seconds, args.attack_seconds, args.idle_seconds = 10, 3, 6, 3
         args.listings, args.per_kind = 2000, 2
 
+    started = time.perf_counter()
     args.work.mkdir(parents=True, exist_ok=True)
     database = args.work / "bench.sqlite3"
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
-    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_average": [os.getloadavg()]}
     results["commit"] = subprocess.run(
         ["git", "-C", str(HERE), "describe", "--always", "--dirty"],
         capture_output=True,
@@ -740,6 +741,8 @@ def main():
         print("measuring datasette ...", flush=True)
         results["datasette"] = measure_datasette(database, args.samples)
 
+    results["load_average"].append(os.getloadavg())
+    results["seconds"] = time.perf_counter() - started
     results["machine"] = (
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
@@ -914,7 +917,10 @@ def report(results):
     lines = [
         f"Catalogue: {counts['productions']:,} productions, {counts['parties']:,} parties, "
         f"{counts['releasers']:,} releasers. Machine: {results['machine']}. "
-        f"Commit {results['commit']}, {results['started']}.",
+        f"Commit {results['commit']}, {results['started']}, {results['seconds'] / 60:.0f} "
+        "minutes; load average (1 min) "
+        + " → ".join(f"{a[0]:.1f}" for a in results["load_average"])
+        + ".",
         "",
     ]
     imported = results["import"]
