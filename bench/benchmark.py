@@ -126,7 +126,12 @@ def measured_load(source, env):
     seconds = time.perf_counter() - started
     if process.returncode:
         raise RuntimeError(f"flask load {source} failed ({process.returncode}): {output}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "output": output.strip()}
+    return {
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "output": output.strip(),
+    }
 
 
 def stop(process):
@@ -926,8 +931,9 @@ def report(results):
     imported = results["import"]
     if imported:
         lines.append(
-            f"Import of {Path(imported['dump']).name}: {imported['seconds']:.1f} s, "
-            f"peak RSS {imported['peak_rss_mb']:.0f} MB."
+            f"Import of {Path(imported['dump']).name}: {imported['seconds']:.1f} s "
+            f"({imported['cpu_seconds']:.1f} s of CPU), peak RSS "
+            f"{imported['peak_rss_mb']:.0f} MB."
         )
     lines += [
         f"Database file: {results['database_mb']:.0f} MB; largest tables and indexes (MB): "
