@@ -70,8 +70,13 @@ class Client:
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
 
     def get(self, path):
-        self.connection.request("GET", path)
-        response = self.connection.getresponse()
+        try:
+            self.connection.request("GET", path)
+            response = self.connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.connection.close()  # closed while idle: GET again on a new connection
+            self.connection.request("GET", path)
+            response = self.connection.getresponse()
         return response.status, response.read()
 
     def timed(self, path, expected=(200,)):
@@ -440,9 +445,9 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=20):
     """Server memory while ``count`` distinct never-seen listings (many empty) are asked
     for by ``clients`` clients, and the first request of new listings before and
     after."""
-    client = Client(base)
 
     def probe():
+        client = Client(base)  # a new connection: waitress closes idle ones after 120 s
         kinds = ("released_window", "random_title", "author")
         found = {kind: [] for kind in kinds}
         for index in range(probes):
@@ -693,6 +698,7 @@ def main():
         print(f"loading {dump} ...", flush=True)
         results["import"] = measured_load(dump, env)
         results["import"]["dump"] = str(dump)
+        save(args.work, results)
     results["database_mb"] = database.stat().st_size / 1e6
     facts = database_facts(database)
     results["table_mb"] = facts["table_mb"]
@@ -716,16 +722,21 @@ def main():
         pages = {"productions": max(1, -(-counts["productions"] // PAGE_SIZE))}
         print("measuring pages ...", flush=True)
         results["orderings"] = measure_orderings(floor, rng, args.samples, pages)
+        save(args.work, results)
         print("measuring records ...", flush=True)
         results["records"] = measure_records(floor, facts, args.samples)
         results["platforms"] = summary(floor.samples)
+        save(args.work, results)
         print("measuring never-seen listings ...", flush=True)
         results["equivalents"] = measure_equivalents(client, facts["titles"][0])
         results["never_seen"] = measure_never_seen(client, never_seen, rng, args.per_kind)
+        save(args.work, results)
         print("walking every page of productions ...", flush=True)
         results["walk"] = walk(client, "/api/v1/productions/")
+        save(args.work, results)
         print(f"measuring throughput ({args.clients} clients) ...", flush=True)
         results["throughput"] = measure_throughput(base, facts, counts, args.clients, args.seconds)
+        save(args.work, results)
         print("measuring the attack of never-seen listings ...", flush=True)
         info["production_ids"], info["party_ids"] = facts["production_ids"], facts["party_ids"]
         results["attack"] = attack(
@@ -735,6 +746,7 @@ def main():
             idle_seconds=args.idle_seconds,
             never_seen=never_seen,
         )
+        save(args.work, results)
         print(f"asking for {args.listings:,} never-seen listings ...", flush=True)
         results["memory"] = measure_memory(base, process.pid, never_seen, rng, args.listings)
         results["peak_rss_mb"] = peak_rss_mb(process.pid)
@@ -758,6 +770,11 @@ def main():
     (args.work / "results.json").write_text(json.dumps(results, indent=2, default=str))
     print(report(results))
     sys.exit(0 if all(met for _, _, met in targets(results) if met is not None) else 1)
+
+
+def save(work, results):
+    """Write what is measured so far (a run that fails keeps it)."""
+    (work / "results.json").write_text(json.dumps(results, indent=2, default=str))
 
 
 def _worst(measurements):
