@@ -441,7 +441,7 @@ def measure_equivalents(client, title, ordering="-supertype,release_date_date"):
     return results
 
 
-def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=20):
+def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
     """Server memory while ``count`` distinct never-seen listings (many empty) are asked
     for by ``clients`` clients, and the first request of new listings before and
     after."""
