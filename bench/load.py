@@ -10,6 +10,17 @@ deep and last pages, filtered pages, records and bad requests, each with the sta
 must get. The run reports throughput, median and p99 latency, statuses that were not
 the expected ones, and connection errors; the target is zero of both (exit status 1
 otherwise). Every request is bounded: a client stops at the deadline.
+
+    python bench/load.py --attack (--dump EXPORT.sql.gz | --database FILE)
+                         [--readers 8] [--attackers 8] [--seconds 60] [--idle-seconds 20]
+
+With ``--attack`` it serves one catalogue instead (an upstream export it loads first, or
+a file already loaded) and measures what clients that ask only for listings nobody asked
+for before cost everyone else: ``--readers`` clients read normal pages (listings in every
+single-key order, records, the platforms page), alone for ``--idle-seconds`` and then
+for ``--seconds`` beside ``--attackers`` clients that send only never-seen listings (new
+dates, new pairs of ordering keys, deep and last pages, new titles, new id filters). The
+target: the readers' p99 under attack within 3x their idle p99, measured in the same run.
 """
 
 import argparse
@@ -22,16 +33,22 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import date, timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark import flask_load, start_waitress, stop  # noqa: E402
 from generate import generate  # noqa: E402
 
 
-def request_mix(productions, parties, seed=1):
-    """(method, path, headers, expected status) for a mix like real clients'."""
+def request_mix(productions, parties, seed=1, production_ids=None, party_ids=None):
+    """(method, path, headers, expected status) for a mix like real clients'. Records
+    are read at ids 1 to ``productions`` (``parties``) unless ``production_ids``
+    (``party_ids``) lists the ids that exist."""
     rng = random.Random(seed)
+    production_ids = production_ids or range(1, productions + 1)
+    party_ids = party_ids or range(1, parties + 1)
     last_production_page = -(-productions // 100)
     last_party_page = -(-parties // 100)
     mix = []
@@ -64,8 +81,8 @@ def request_mix(productions, parties, seed=1):
             )
         )
     for _ in range(10):
-        mix.append(("GET", f"/api/v1/productions/{rng.randint(1, productions)}/", {}, 200))
-        mix.append(("GET", f"/api/v1/parties/{rng.randint(1, parties)}/", {}, 200))
+        mix.append(("GET", f"/api/v1/productions/{rng.choice(production_ids)}/", {}, 200))
+        mix.append(("GET", f"/api/v1/parties/{rng.choice(party_ids)}/", {}, 200))
     mix += [
         ("GET", "/api/v1/platforms/", {}, 200),
         ("GET", "/api/v1/", {}, 200),
@@ -77,7 +94,7 @@ def request_mix(productions, parties, seed=1):
         ("GET", f"/api/v1/productions/?page={last_production_page + 1}", {}, 404),
         ("GET", "/api/v1/productions/?ordering=nope", {}, 400),
         ("GET", "/api/v1/productions/?released_before=1993-02-30", {}, 400),
-        ("GET", f"/api/v1/productions/{productions + 1000}/", {}, 404),
+        ("GET", f"/api/v1/productions/{max(production_ids) + 1000}/", {}, 404),
         ("POST", "/api/v1/productions/", {}, 405),
         ("GET", "/api/v1/platforms/", {"Accept": "text/html"}, 406),
         ("GET", "/api/v1/productions/?title=" + "x" * 9000, {}, 414),
@@ -122,6 +139,395 @@ def run_clients(base, mix, clients, seconds):
     return threads, latencies, unexpected, connection_errors
 
 
+PRODUCTION_KEYS = ("sortable_title", "release_date_date", "supertype", "id")
+SINGLE_ORDERINGS = tuple(f"{sign}{key}" for key in PRODUCTION_KEYS for sign in ("", "-"))
+PAIR_ORDERINGS = tuple(
+    f"{first},{second}"
+    for first in SINGLE_ORDERINGS
+    for second in SINGLE_ORDERINGS
+    if first.lstrip("-") != second.lstrip("-")
+)
+ORDERINGS = SINGLE_ORDERINGS + PAIR_ORDERINGS
+
+
+def catalogue_info(base):
+    """What the never-seen listings are drawn from, read from a running server: record
+    counts, platform and production type ids, some titles and link URLs."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+
+    def get(path):
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{path}: {response.status} {body[:200]!r}")
+        return json.loads(body)
+
+    def every(path):
+        records = []
+        while path:
+            page = get(path)
+            records += page["results"]
+            path = page["next"] and page["next"].split("/api/v1/", 1)[1]
+            path = path and f"/api/v1/{path}"
+        return records
+
+    counts = {name: get(f"/api/v1/{name}/")["count"] for name in ("productions", "parties")}
+    counts["releasers"] = get("/api/v1/releasers/")["count"]
+    rng = random.Random(7)
+    last = -(-counts["productions"] // 100)
+    titles, authors, production_ids, party_ids = [], set(), [], []
+    for page in rng.sample(range(1, last + 1), min(last, 20)):
+        for record in get(f"/api/v1/productions/?ordering=id&page={page}")["results"]:
+            titles.append(record["title"])
+            production_ids.append(record["id"])
+            authors.update(nick["releaser"]["id"] for nick in record["author_nicks"])
+    for page in range(1, min(5, -(-counts["parties"] // 100)) + 1):
+        party_ids += [r["id"] for r in get(f"/api/v1/parties/?ordering=id&page={page}")["results"]]
+    urls = []
+    for record in get(f"/api/v1/productions/?ordering=id&page={rng.randint(1, last)}")["results"]:
+        detail = get(f"/api/v1/productions/{record['id']}/")
+        urls += [link["url"] for link in detail["download_links"] + detail["external_links"]]
+    connection.close()
+    return {
+        "counts": counts,
+        "platforms": [record["id"] for record in every("/api/v1/platforms/")],
+        "production_types": [record["id"] for record in every("/api/v1/production_types/")],
+        "titles": titles,
+        "authors": sorted(authors),
+        "urls": urls,
+        "production_ids": production_ids,  # some of them
+        "party_ids": party_ids,
+    }
+
+
+class NeverSeen:
+    """Paths of productions listings that no earlier path of this generator names, not
+    even in an equivalent spelling: each is a filter value (in a canonical form, kept to
+    tell equivalents apart) and an ordering on one key or a pair of keys that the
+    generator has not given before. ``kind`` picks the filter; ``KINDS`` lists them."""
+
+    KINDS = (
+        "title",  # an existing title: a few productions
+        "random_title",  # no production: an empty listing
+        "platform",  # one to three platform ids
+        "production_type",
+        "supertype",
+        "released_since",  # a date as YYYY, YYYY-MM or YYYY-MM-DD
+        "released_before",
+        "released_window",  # since a date, before a later one
+        "author",  # a releaser id credited as author
+        "random_author",  # any releaser id, mostly credited nowhere
+        "has_screenshot",
+        "competition_placing_min",
+        "link_url",
+        "random_link_url",
+        "pair",  # no filter: an ordering on two keys
+        "everything",  # released before a far-future date: nearly every production
+    )
+
+    def __init__(self, info, seed=1):
+        self.info = info
+        self.rng = random.Random(seed)
+        self.seen = set()
+        self.lock = threading.Lock()
+
+    def _date(self, first=1975, last=2025):
+        rng = self.rng
+        year = rng.randint(first, last)
+        form = rng.randrange(3)
+        if form == 0:
+            return f"{year}", date(year, 1, 1)
+        month = rng.randint(1, 12)
+        if form == 1:
+            return f"{year}-{month:02}", date(year, month, 1)
+        day = rng.randint(1, 28)
+        return f"{year}-{month:02}-{day:02}", date(year, month, day)
+
+    def _ids(self, ids, most):
+        chosen = sorted(set(self.rng.sample(ids, self.rng.randint(1, min(most, len(ids))))))
+        return ",".join(map(str, chosen)), tuple(chosen)
+
+    def _filter(self, kind):
+        """([(parameter, value)], canonical value) of a ``kind`` filter."""
+        rng, info = self.rng, self.info
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        if kind == "title":
+            title = rng.choice(info["titles"])
+            return [("title", title)], title.lower()
+        if kind == "random_title":
+            title = "".join(rng.choice(letters) for _ in range(12))
+            return [("title", title)], title
+        if kind in ("platform", "production_type"):
+            value, canonical = self._ids(info[f"{kind}s"], 3)
+            return [(kind, value)], canonical
+        if kind == "supertype":
+            value = rng.choice(("production", "music", "graphics"))
+            return [(kind, value)], value
+        if kind in ("released_since", "released_before"):
+            value, canonical = self._date()
+            return [(kind, value)], canonical
+        if kind == "released_window":
+            value, since = self._date()
+            before = since + timedelta(days=rng.randint(1, 400))
+            return [("released_since", value), ("released_before", before.isoformat())], (
+                since,
+                before,
+            )
+        if kind == "author":
+            author = rng.choice(info["authors"])
+            return [("author", str(author))], author
+        if kind == "random_author":
+            author = rng.randint(1, info["counts"]["releasers"] + 1000)
+            return [("author", str(author))], author
+        if kind == "has_screenshot":
+            value = rng.choice(("true", "false"))
+            return [(kind, value)], value
+        if kind == "competition_placing_min":
+            value = rng.randint(1, 40)
+            return [(kind, str(value))], value
+        if kind == "link_url":
+            url = rng.choice(info["urls"])
+            return [(kind, url)], url
+        if kind == "random_link_url":
+            url = "https://example.com/" + "".join(rng.choice(letters) for _ in range(16))
+            return [("link_url", url)], url
+        if kind == "pair":
+            return [], None
+        if kind == "everything":
+            value, canonical = self._date(2100, 9999)
+            return [("released_before", value)], canonical
+        raise ValueError(kind)
+
+    def paths(self, kind, count, orderings=None):
+        """``count`` never-seen listings of one new value of ``kind``, each ordered by a
+        different one of ``orderings`` (default: any single key or pair), as paths to
+        which a ``&page=`` may be added. LookupError when the kind has no new value
+        left among those orderings."""
+        orderings = list(orderings or (PAIR_ORDERINGS if kind == "pair" else ORDERINGS))
+        with self.lock:
+            for _ in range(200):
+                parameters, canonical = self._filter(kind)
+                value = (kind.removeprefix("random_"), canonical)
+                self.rng.shuffle(orderings)
+                fresh = [o for o in orderings if (value, o) not in self.seen][:count]
+                if len(fresh) == count:
+                    self.seen.update((value, o) for o in fresh)
+                    break
+            else:
+                raise LookupError(f"no never-seen {kind} listing left")
+        return [
+            "/api/v1/productions/?" + urlencode([*parameters, ("ordering", ordering)])
+            for ordering in fresh
+        ]
+
+    def path(self, kind, page=None, orderings=None):
+        """A never-seen listing of ``kind`` at ``page`` (None: the first)."""
+        path = self.paths(kind, 1, orderings)[0]
+        return path if page is None else f"{path}&page={page}"
+
+
+def attack_request(never_seen, rng):
+    """One request of an attacking client: a never-seen listing, often a deep or the
+    last page (a page past the end is a 404, which costs the same listing)."""
+    last = max(1, -(-never_seen.info["counts"]["productions"] // 100))
+    kind = rng.choice(
+        (
+            "everything",
+            "everything",
+            "released_since",
+            "released_before",
+            "released_window",
+            "random_title",
+            "title",
+            "platform",
+            "production_type",
+            "author",
+            "competition_placing_min",
+        )
+    )
+    if kind == "everything":
+        page = rng.choice(("last", rng.randint(1, last * 3 // 4)))
+    else:
+        page = rng.choice((None, None, "last", 2))
+    return "GET", never_seen.path(kind, page), {}, (200, 404)
+
+
+def timed_clients(base, next_request, clients, seconds, think=0.0):
+    """Run ``clients`` keep-alive clients for ``seconds``; each sends
+    ``next_request(rng)`` (method, path, headers, expected status or statuses), then
+    waits ``think`` seconds. Returns (threads, latencies, unexpected, connection errors)
+    like ``run_clients``; the lists fill as the threads finish."""
+    host, port = base.removeprefix("http://").split(":")
+    deadline = time.monotonic() + seconds
+    latencies, unexpected, connection_errors = [], Counter(), Counter()
+    lock = threading.Lock()
+
+    def client(index):
+        rng = random.Random(1000 + index)
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        mine = []
+        while time.monotonic() < deadline:
+            method, path, headers, expected = next_request(rng)
+            started = time.perf_counter()
+            try:
+                connection.request(method, path, headers=headers)
+                response = connection.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException) as error:
+                with lock:
+                    connection_errors[type(error).__name__] += 1
+                connection.close()
+                connection = http.client.HTTPConnection(host, int(port), timeout=60)
+                continue
+            mine.append(time.perf_counter() - started)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            if response.status not in expected:
+                with lock:
+                    unexpected[(method, path[:80], expected, response.status)] += 1
+            if think:
+                time.sleep(think)
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    return threads, latencies, unexpected, connection_errors
+
+
+def _latency(latencies, elapsed):
+    latencies = sorted(latencies)
+    if not latencies:
+        return {"requests": 0}
+    return {
+        "requests": len(latencies),
+        "requests_per_second": round(len(latencies) / elapsed, 1),
+        "median_ms": round(statistics.median(latencies) * 1000, 2),
+        "p99_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, 2),
+        "max_ms": round(latencies[-1] * 1000, 2),
+    }
+
+
+def attack(
+    base,
+    info,
+    readers=8,
+    attackers=8,
+    seconds=60.0,
+    idle_seconds=20.0,
+    think=0.01,
+    never_seen=None,
+):
+    """The readers' latency alone, then beside attackers sending only never-seen
+    listings. Readers read ``request_mix`` pages that answer 200 (each paged listing in
+    a single-key order, records, the platforms page), waiting ``think`` s between two."""
+    counts = info["counts"]
+    mix = request_mix(
+        counts["productions"],
+        counts["parties"],
+        production_ids=info.get("production_ids"),
+        party_ids=info.get("party_ids"),
+    )
+    normal = [item for item in mix if item[3] == 200]
+    never_seen = never_seen or NeverSeen(info)
+
+    def read(rng):
+        return rng.choice(normal)
+
+    def attack_one(rng):
+        return attack_request(never_seen, rng)
+
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    for method, path, headers, _ in normal:  # listings found once, before the idle run
+        connection.request(method, path, headers=headers)
+        connection.getresponse().read()
+    connection.close()
+    results = {"readers": readers, "attackers": attackers, "think_ms": think * 1000}
+    for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
+        started = time.monotonic()
+        runs = [timed_clients(base, read, readers, length, think)]
+        if attacking:
+            runs.append(timed_clients(base, attack_one, attacking, length))
+        for run in runs:
+            for thread in run[0]:
+                thread.join()
+        elapsed = time.monotonic() - started
+        results[phase] = _latency(runs[0][1], elapsed)
+        results[phase]["unexpected"] = sum(runs[0][2].values())
+        results[phase]["connection_errors"] = sum(runs[0][3].values())
+        if attacking:
+            results["attackers_latency"] = _latency(runs[1][1], elapsed)
+            results["attackers_latency"]["unexpected"] = sum(runs[1][2].values())
+            results["attackers_latency"]["connection_errors"] = sum(runs[1][3].values())
+    results["p99_ratio"] = round(results["attack"]["p99_ms"] / results["idle"]["p99_ms"], 2)
+    return results
+
+
+def attack_table(results):
+    """Markdown table of an ``attack`` result."""
+    row = lambda name, r: (  # noqa: E731
+        f"| {name} | {r['requests']} | {r['requests_per_second']} | {r['median_ms']} | "
+        f"{r['p99_ms']} | {r['max_ms']} | {r['unexpected']} | {r['connection_errors']} |"
+    )
+    ratio = results["p99_ratio"]
+    return "\n".join(
+        [
+            f"{results['readers']} readers ({results['think_ms']:.0f} ms between requests), "
+            f"{results['attackers']} attackers sending only never-seen listings:",
+            "",
+            "| clients | requests | requests/s | median (ms) | p99 (ms) | max (ms) | "
+            "unexpected statuses | connection errors |",
+            "|---|---|---|---|---|---|---|---|",
+            row("readers, idle", results["idle"]),
+            row("readers, under attack", results["attack"]),
+            row("attackers", results["attackers_latency"]),
+            "",
+            f"Readers' p99 under attack / idle: {ratio:.2f}x "
+            f"(target at most 3x: {'met' if ratio <= 3 else 'MISSED'}).",
+        ]
+    )
+
+
+def attack_main(args):
+    """``--attack``: serve one catalogue and run ``attack`` on it; exit status 1 when
+    the readers' p99 grows more than 3x."""
+    if (args.dump is None) == (args.database is None):
+        sys.exit("--attack needs --dump EXPORT or --database FILE")
+    database = args.database or args.work / "attack.sqlite3"
+    env = dict(os.environ, DEMOSERV_DATABASE=str(database.resolve()), DEMOSERV_SEED_DIR="")
+    if args.dump:
+        args.work.mkdir(parents=True, exist_ok=True)
+        print(f"loading {args.dump} ...", flush=True)
+        flask_load(args.dump, env)
+    process, base = start_waitress(env, args.threads)
+    try:
+        info = catalogue_info(base)
+        print(
+            f"{args.readers} readers alone for {args.idle_seconds:.0f} s, then beside "
+            f"{args.attackers} attackers for {args.seconds:.0f} s ...",
+            flush=True,
+        )
+        results = attack(
+            base,
+            info,
+            readers=args.readers,
+            attackers=args.attackers,
+            seconds=args.seconds,
+            idle_seconds=args.idle_seconds,
+            think=args.think,
+        )
+    finally:
+        stop(process)
+    args.work.mkdir(parents=True, exist_ok=True)
+    (args.work / "attack-results.json").write_text(json.dumps(results, indent=2))
+    print(attack_table(results))
+    return 0 if results["p99_ratio"] <= 3 else 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=32)
@@ -129,7 +535,16 @@ def main():
     parser.add_argument("--productions", type=int, default=50_000)
     parser.add_argument("--threads", type=int, default=4, help="waitress worker threads")
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
+    parser.add_argument("--attack", action="store_true", help="measure never-seen listings")
+    parser.add_argument("--dump", type=Path, help="--attack: the export to load first")
+    parser.add_argument("--database", type=Path, help="--attack: a file already loaded")
+    parser.add_argument("--readers", type=int, default=8)
+    parser.add_argument("--attackers", type=int, default=8)
+    parser.add_argument("--idle-seconds", type=float, default=20)
+    parser.add_argument("--think", type=float, default=0.01, help="readers' pause, seconds")
     args = parser.parse_args()
+    if args.attack:
+        sys.exit(attack_main(args))
 
     folders = []
     for seed in (1, 2):
