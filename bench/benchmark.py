@@ -5,8 +5,8 @@ service over HTTP through waitress on loopback, all in one run.
                               [--samples 100] [--reuse] [--quick]
 
 It loads the export (``--dump``; without it, one of ``--productions`` productions is
-written first with bench/generate_dump.py) with ``flask load``, starts ``waitress-serve``
-(``--threads`` 4) and measures:
+written first with bench/generate_dump.py) with ``flask load``, starts ``demoserv-serve``
+(its production settings) and measures:
 
 - the import: wall time, peak resident memory of the load process, database file size;
 - median and p99 latency of the platforms page (the floor, sampled between every two
@@ -101,14 +101,21 @@ def start(command, env, pattern):
     raise RuntimeError(f"{command[0]} did not start (exit {process.wait()})")
 
 
+SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"
+
+
 def start_waitress(env, threads):
-    """``waitress-serve`` on a free loopback port: (process, base URL)."""
+    """Plain ``waitress-serve`` with its defaults but ``threads``, on a free loopback
+    port: (process, base URL)."""
     command = [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={threads}"]
-    return start(
-        [*command, "--call", "demoserv:create_app"],
-        env,
-        r"Serving on (http://127\.0\.0\.1:[0-9]+)",
-    )
+    return start([*command, "--call", "demoserv:serving_app"], env, SERVING_ON)
+
+
+def start_demoserv(env, threads=None):
+    """``demoserv-serve``, as production runs it, on a free loopback port (its own
+    number of threads unless ``threads``): (process, base URL)."""
+    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
+    return start(command + ([f"--threads={threads}"] if threads else []), env, SERVING_ON)
 
 
 def flask_load(source, env):
@@ -648,7 +655,9 @@ def main():
     )
     parser.add_argument("--work", type=Path, default=HERE / "out")
     parser.add_argument("--samples", type=int, default=100)
-    parser.add_argument("--threads", type=int, default=4, help="waitress worker threads")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: demoserv-serve's)"
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="each throughput run")
     parser.add_argument("--clients", type=int, default=32, help="throughput clients")
     parser.add_argument("--attack-seconds", type=float, default=60.0)
@@ -709,7 +718,7 @@ def main():
 
     from load import NeverSeen, attack, catalogue_info
 
-    process, base = start_waitress(env, args.threads)
+    process, base = start_demoserv(env, args.threads)
     try:
         client = Client(base)
         floor = Floor(client)

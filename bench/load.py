@@ -38,7 +38,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import flask_load, start_waitress, stop  # noqa: E402
+from benchmark import flask_load, start_demoserv, stop  # noqa: E402
 from generate import generate  # noqa: E402
 
 
@@ -351,14 +351,16 @@ def attack_request(never_seen, rng):
         page = rng.choice(("last", rng.randint(1, last * 3 // 4)))
     else:
         page = rng.choice((None, None, "last", 2))
-    return "GET", never_seen.path(kind, page), {}, (200, 404)
+    # 503 (with Retry-After) is the service's answer when new listings queue up.
+    return "GET", never_seen.path(kind, page), {}, (200, 404, 503)
 
 
-def timed_clients(base, next_request, clients, seconds, think=0.0):
+def timed_clients(base, next_request, clients, seconds, think=0.0, statuses=None):
     """Run ``clients`` keep-alive clients for ``seconds``; each sends
     ``next_request(rng)`` (method, path, headers, expected status or statuses), then
     waits ``think`` seconds. Returns (threads, latencies, unexpected, connection errors)
-    like ``run_clients``; the lists fill as the threads finish."""
+    like ``run_clients``; the lists fill as the threads finish. ``statuses``, a Counter,
+    counts every answer's status."""
     host, port = base.removeprefix("http://").split(":")
     deadline = time.monotonic() + seconds
     latencies, unexpected, connection_errors = [], Counter(), Counter()
@@ -386,6 +388,9 @@ def timed_clients(base, next_request, clients, seconds, think=0.0):
             if response.status not in expected:
                 with lock:
                     unexpected[(method, path[:80], expected, response.status)] += 1
+            if statuses is not None:
+                with lock:
+                    statuses[response.status] += 1
             if think:
                 time.sleep(think)
         connection.close()
@@ -450,8 +455,11 @@ def attack(
     for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
         started = time.monotonic()
         runs = [timed_clients(base, read, readers, length, think)]
+        attackers_statuses = Counter()
         if attacking:
-            runs.append(timed_clients(base, attack_one, attacking, length))
+            runs.append(
+                timed_clients(base, attack_one, attacking, length, statuses=attackers_statuses)
+            )
         for run in runs:
             for thread in run[0]:
                 thread.join()
@@ -463,6 +471,7 @@ def attack(
             results["attackers_latency"] = _latency(runs[1][1], elapsed)
             results["attackers_latency"]["unexpected"] = sum(runs[1][2].values())
             results["attackers_latency"]["connection_errors"] = sum(runs[1][3].values())
+            results["attackers_turned_away"] = attackers_statuses[503]
     results["p99_ratio"] = round(results["attack"]["p99_ms"] / results["idle"]["p99_ms"], 2)
     return results
 
@@ -486,6 +495,9 @@ def attack_table(results):
             row("readers, under attack", results["attack"]),
             row("attackers", results["attackers_latency"]),
             "",
+            f"Attackers' requests answered 503 (new listings queued up, retry): "
+            f"{results.get('attackers_turned_away', 0)}.",
+            "",
             f"Readers' p99 under attack / idle: {ratio:.2f}x "
             f"(target at most 3x: {'met' if ratio <= 3 else 'MISSED'}).",
         ]
@@ -503,7 +515,7 @@ def attack_main(args):
         args.work.mkdir(parents=True, exist_ok=True)
         print(f"loading {args.dump} ...", flush=True)
         flask_load(args.dump, env)
-    process, base = start_waitress(env, args.threads)
+    process, base = start_demoserv(env, args.threads)
     try:
         info = catalogue_info(base)
         print(
@@ -533,7 +545,9 @@ def main():
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--productions", type=int, default=50_000)
-    parser.add_argument("--threads", type=int, default=4, help="waitress worker threads")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: demoserv-serve's)"
+    )
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
     parser.add_argument("--attack", action="store_true", help="measure never-seen listings")
     parser.add_argument("--dump", type=Path, help="--attack: the export to load first")
@@ -558,7 +572,7 @@ def main():
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
 
     flask_load(folders[0], env)
-    process, base = start_waitress(env, args.threads)
+    process, base = start_demoserv(env, args.threads)
     try:
         mix = request_mix(args.productions, parties)
         print(f"{args.clients} clients for {args.seconds:.0f} s ...", flush=True)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import start  # noqa: E402
+from benchmark import start_demoserv  # noqa: E402
 from generate import generate  # noqa: E402
 from load import flask_load, request_mix, run_clients, stop  # noqa: E402
 
@@ -68,8 +68,7 @@ def start_replicas(env, work, extra=()):
 
 
 def start_one(env, work):
-    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0", "--threads=4"]
-    return start(command, env, r"Serving on (http://127\.0\.0\.1:[0-9]+)")
+    return start_demoserv(env, threads=4)
 
 
 def measure(starter, env, work, mix, clients, seconds):

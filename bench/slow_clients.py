@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import start  # noqa: E402
+from benchmark import flask_load, start_demoserv, start_waitress, stop  # noqa: E402
 from generate import generate  # noqa: E402
-from load import flask_load, start_waitress, stop  # noqa: E402
 
 SLOW_HEAD = b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
 TRICKLE = b"X-Slow: " + b"a" * 1000  # one byte a second of this, never finished
@@ -104,11 +103,6 @@ def wait_for_page(address, cap):
     return time.monotonic() - started
 
 
-def start_demoserv_serve(env):
-    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
-    return start(command, env, r"Serving on (http://127\.0\.0\.1:[0-9]+)")
-
-
 def scenario(starter, env, slow, idle, cap):
     process, base = starter(env)
     host, port = base.removeprefix("http://").split(":")
@@ -144,7 +138,7 @@ def main():
 
     servers = {
         "before (waitress defaults)": lambda env: start_waitress(env, 4),
-        "after (demoserv-serve)": start_demoserv_serve,
+        "after (demoserv-serve)": start_demoserv,
     }
     scenarios = {
         f"{args.slow} slow-header connections": (args.slow, 0),
