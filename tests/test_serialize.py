@@ -1,6 +1,7 @@
 """The read models: what is served for every record, in every format, field selection and
 page-address field name, is the JSON that the marshmallow schemas build for it."""
 
+import orjson
 import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
@@ -9,7 +10,7 @@ from demoserv import links
 from demoserv.catalogue.build import ReadModels
 from demoserv.db import get_database
 from demoserv.resources import RESOURCES
-from demoserv.serialize import compile_dumper
+from demoserv.serialize import Built, compile_dumper
 from demoserv.shared import SERVICE_URL_FIELDS
 
 from .conftest import SITE_URL
@@ -88,7 +89,8 @@ def test_compiled_dumpers_equal_schema_dump(make_app, loaded_database):
             for schema in (resource.schema, resource.detail_schema):
                 dump = compile_dumper(schema)
                 for row in rows:
-                    assert dump(row) == schema.dump(row)
+                    # Nested records built before are nested as their JSON.
+                    assert orjson.loads(orjson.dumps(dump(row))) == schema.dump(row)
                     assert list(dump(row)) == list(schema.dump(row))
         finally:
             links.reset_style(token)
@@ -100,3 +102,34 @@ def test_unknown_fields_are_refused_when_compiled():
 
     with pytest.raises(TypeError, match="when"):
         compile_dumper(Odd())
+
+
+class Inner(Schema):
+    id = fields.Integer()
+    name = fields.String()
+
+
+class Other(Schema):
+    id = fields.Integer()
+
+
+class Outer(Schema):
+    one = fields.Nested(Inner)
+    many = fields.List(fields.Nested(Inner))
+    other = fields.Nested(Other)
+
+
+def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
+    # The JSON kept differs from what Inner would dump, to show which one is used.
+    inner = Built({"id": 1, "name": "x"}, b'{"kept":true}', Inner)
+    foreign = Built({"id": 2, "name": "y"}, b'{"kept":true}', Other)
+    dumped = orjson.loads(
+        orjson.dumps(
+            compile_dumper(Outer())({"one": inner, "many": [inner, foreign], "other": inner})
+        )
+    )
+    assert dumped == {
+        "one": {"kept": True},
+        "many": [{"kept": True}, {"id": 2, "name": "y"}],
+        "other": {"id": 1},
+    }

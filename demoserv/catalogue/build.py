@@ -14,11 +14,16 @@ from sqlalchemy.schema import CreateTable
 
 from .. import links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
-from ..serialize import compile_dumper
+from ..serialize import Built, compile_dumper
 from ..shared import RecordCodec
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
+# Records per batch of details built in a later pass: those nest whole records of
+# others (a party its productions), dozens each, all held while the batch is built.
+LATER_BATCH = 200
+CACHE = -65536  # KiB of page cache while writing (negative: KiB, as SQLite takes it)
+LISTING_CACHE = -8192  # while the listing columns are built
 # Bytes of dictionary for list and detail records.
 LIST_DICTIONARY = 16 * 1024
 DETAIL_DICTIONARY = 32 * 1024
@@ -37,7 +42,7 @@ class Builder:
         )
         self.connection = self.engine.connect()
         # A new private file: a crash loses only the file, which is then discarded.
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = {CACHE}"):
             self.connection.exec_driver_sql(f"PRAGMA {pragma}")
         self.connection.commit()
         self.transaction = self.connection.begin()
@@ -75,6 +80,9 @@ class Builder:
         progress.stage("building records")
         read_models = ReadModels(self.connection)
         read_models.build()
+        # Each of SQLite's sorts may take as much memory as the page cache: the listing
+        # columns are ranked several ways at once.
+        self.connection.exec_driver_sql(f"PRAGMA cache_size = {LISTING_CACHE}")
         for name in LOAD_ORDER:
             resource = BY_NAME[name]
             listing.store_columns(
@@ -209,11 +217,13 @@ class ReadModels:
             expand = self._codec(resource, "list").expand
             loads = orjson.loads
             table = BY_NAME[resource].table.name
+            schema = type(BY_NAME[resource].schema)
             for record_id, doc in self.raw.execute(
                 f"SELECT id, doc FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
                 (orjson.dumps(missing),),
             ):
-                kept[record_id] = loads(expand(doc))
+                doc = expand(doc)
+                kept[record_id] = Built(loads(doc), doc, schema)
         return {record_id: kept[record_id] for record_id in ids if record_id in kept}
 
     def _codec(self, resource, kind):
@@ -263,7 +273,7 @@ class ReadModels:
             select(table)
             .where(table.c.id > bindparam("last"))
             .order_by(table.c.id)
-            .limit(DOC_BATCH)
+            .limit(DOC_BATCH if listed else LATER_BATCH)
         )
         last_id = 0
         while True:
