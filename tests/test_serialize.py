@@ -1,12 +1,15 @@
 """The read models: what is served for every record, in every format, field selection and
 page-address field name, is the JSON that the marshmallow schemas build for it."""
 
+import sqlite3
+
 import orjson
 import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
 from demoserv import links
+from demoserv.catalogue import build, load_catalogue
 from demoserv.catalogue.build import ReadModels
 from demoserv.db import get_database
 from demoserv.resources import RESOURCES
@@ -46,15 +49,37 @@ def schema_records(app, resource, fmt):
         links.reset_style(token)
 
 
+@pytest.fixture(scope="module")
+def database_with_every_table(catalogue_dir, tmp_path_factory):
+    """The test catalogue built with the tables that a served file has empty (those that
+    only its built records show) filled, to build the expected records from."""
+    path = tmp_path_factory.mktemp("full") / "catalogue.sqlite3"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build, "SCRATCH_TABLES", ())
+        load_catalogue(catalogue_dir, path)
+    return path
+
+
+def test_relations_only_built_records_show_are_not_in_the_served_file(
+    loaded_database, database_with_every_table
+):
+    for path, empty in ((loaded_database, True), (database_with_every_table, False)):
+        with sqlite3.connect(path) as connection:
+            for table in build.SCRATCH_TABLES:
+                (count,) = connection.execute(f"SELECT count(*) FROM {table.name}").fetchone()
+                assert (count == 0) is empty, (path, table.name)
+    assert not list(loaded_database.parent.glob("*.scratch"))
+
+
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
 @pytest.mark.parametrize("fmt", ["", "api", "json"])
 @pytest.mark.parametrize("field_name", SERVICE_URL_FIELDS)
 def test_served_records_are_the_schemas_records(
-    make_app, loaded_database, resource, fmt, field_name
+    make_app, loaded_database, database_with_every_table, resource, fmt, field_name
 ):
     app = make_app(loaded_database, SERVICE_URL_FIELD=field_name)
     client = app.test_client()
-    expected = schema_records(app, resource, fmt)
+    expected = schema_records(make_app(database_with_every_table), resource, fmt)
     assert len(expected) >= 8
     query = f"format={fmt}&" if fmt else ""
     for record_id, (listed, detail) in expected.items():
@@ -72,8 +97,8 @@ def test_served_records_are_the_schemas_records(
         assert record == renamed(expected[record["id"]][0], field_name)
 
 
-def test_compiled_dumpers_equal_schema_dump(make_app, loaded_database):
-    app = make_app(loaded_database)
+def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table):
+    app = make_app(database_with_every_table)
     for resource in RESOURCES:
         with app.app_context():
             with get_database().current().engine.connect() as connection:

@@ -7,6 +7,8 @@ that serving a page is reading and joining stored documents.
 import datetime
 import hashlib
 import sqlite3
+import uuid
+from pathlib import Path
 
 import orjson
 from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, select, update
@@ -24,6 +26,10 @@ DOC_BATCH = 1000  # records per read-model batch
 LATER_BATCH = 200
 CACHE = -65536  # KiB of page cache while writing (negative: KiB, as SQLite takes it)
 LISTING_CACHE = -8192  # while the listing columns are built
+SCRATCH_CACHE = -8192  # of the scratch file, read in order
+# Relations that only the records built at load show: not served otherwise, so kept in
+# a scratch file while building (they would be a sixth of the new file).
+SCRATCH_TABLES = (tables.credits, tables.screenshots)
 # Bytes of dictionary for list and detail records: zstd's largest default, which
 # compresses records of every size about a tenth better than a third of it.
 LIST_DICTIONARY = 110 * 1024
@@ -42,13 +48,27 @@ class Builder:
             json_deserializer=orjson.loads,
         )
         self.connection = self.engine.connect()
-        # A new private file: a crash loses only the file, which is then discarded.
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = {CACHE}"):
-            self.connection.exec_driver_sql(f"PRAGMA {pragma}")
+        # Tables read only while the records are built live in a scratch file beside
+        # the new one, removed with it; the new file has them empty.
+        target = Path(path)
+        self.scratch_path = target.with_name(f".{target.name}.{uuid.uuid4().hex}.scratch")
+        self.connection.exec_driver_sql("ATTACH DATABASE ? AS scratch", (str(self.scratch_path),))
+        # New private files: a crash loses only the files, which are then discarded.
+        for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+            for schema in ("main", "scratch"):
+                self.connection.exec_driver_sql(f"PRAGMA {schema}.{pragma}")
+        self.connection.exec_driver_sql(f"PRAGMA main.cache_size = {CACHE}")
+        self.connection.exec_driver_sql(f"PRAGMA scratch.cache_size = {SCRATCH_CACHE}")
         self.connection.commit()
         self.transaction = self.connection.begin()
         for table in tables.metadata.sorted_tables:
-            self.connection.execute(CreateTable(table))
+            if table in SCRATCH_TABLES:
+                ddl = str(CreateTable(table).compile(dialect=self.engine.dialect))
+                self.connection.exec_driver_sql(
+                    ddl.replace("CREATE TABLE ", "CREATE TABLE scratch.", 1)
+                )
+            else:
+                self.connection.execute(CreateTable(table))
         self.pending = {}
 
     def raw_connection(self):
@@ -81,6 +101,8 @@ class Builder:
         progress.stage("building records")
         read_models = ReadModels(self.connection)
         read_models.build()
+        for table in SCRATCH_TABLES:  # empty, in the new file; main's from now on
+            self.connection.execute(CreateTable(table))
         # Each of SQLite's sorts may take as much memory as the page cache: the listing
         # columns are ranked several ways at once.
         self.connection.exec_driver_sql(f"PRAGMA cache_size = {LISTING_CACHE}")
@@ -130,6 +152,7 @@ class Builder:
     def close(self):
         self.connection.close()
         self.engine.dispose()
+        self.scratch_path.unlink(missing_ok=True)
 
 
 class Query:

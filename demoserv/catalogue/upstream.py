@@ -544,8 +544,9 @@ def _productions(connection):
         "FROM stage.productions_production_types l "
         "JOIN stage.productions_productiontype t ON t.id = l.productiontype_id"
     )
+    # Credits and screenshots unqualified: the builder keeps them in its scratch file.
     execute(
-        "INSERT INTO main.credits (production_id, position, name, abbreviation, releaser_id, "
+        "INSERT INTO credits (production_id, position, name, abbreviation, releaser_id, "
         "category, role) SELECT c.production_id, row_number() OVER "
         "(PARTITION BY c.production_id ORDER BY c.line), n.name, coalesce(n.abbreviation, ''), "
         "n.releaser_id, coalesce(c.category, ''), coalesce(c.role, '') "
@@ -564,7 +565,7 @@ def _productions(connection):
     )
     _check_urls(connection, "production_links", "productions_productionlink")
     execute(
-        "INSERT INTO main.screenshots SELECT production_id, row_number() OVER "
+        "INSERT INTO screenshots SELECT production_id, row_number() OVER "
         "(PARTITION BY production_id ORDER BY line), coalesce(original_url, ''), "
         "original_width, original_height, coalesce(standard_url, ''), standard_width, "
         "standard_height, coalesce(thumbnail_url, ''), thumbnail_width, thumbnail_height "
