@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from demoserv.catalogue import CatalogueError, export_catalogue, load_catalogue
+from demoserv.catalogue.build import Builder
 from demoserv.db import read_only_engine
 
 from . import oracle
@@ -387,3 +388,14 @@ def test_a_field_too_long_is_refused_early(served):
     huge = b'{"id": 1, "title": "' + b"y" * (load.LINE_LIMIT + 10) + b'"}\n'
     write_lines(bad, "productions", [huge])
     assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")
+
+
+def test_the_scratch_file_of_a_killed_load_is_removed_by_the_next(catalogue_dir, tmp_path):
+    target = tmp_path / "catalogue.sqlite3"
+    building = tmp_path / f".{target.name}.0123abcd.loading"
+    builder = Builder(str(building))
+    scratch = builder.scratch_path
+    builder.connection.close()  # killed: neither closed nor removed
+    assert scratch.exists() and building.exists()
+    load_catalogue(catalogue_dir, target)
+    assert not scratch.exists() and not building.exists()

@@ -7,7 +7,6 @@ that serving a page is reading and joining stored documents.
 import datetime
 import hashlib
 import sqlite3
-import uuid
 from pathlib import Path
 
 import orjson
@@ -49,9 +48,10 @@ class Builder:
         )
         self.connection = self.engine.connect()
         # Tables read only while the records are built live in a scratch file beside
-        # the new one, removed with it; the new file has them empty.
+        # the new one (named after it, so that a killed load's is removed with it); the
+        # new file has them empty.
         target = Path(path)
-        self.scratch_path = target.with_name(f".{target.name}.{uuid.uuid4().hex}.scratch")
+        self.scratch_path = target.with_name(f"{target.name}.scratch")
         self.connection.exec_driver_sql("ATTACH DATABASE ? AS scratch", (str(self.scratch_path),))
         # New private files: a crash loses only the files, which are then discarded.
         for pragma in ("journal_mode = OFF", "synchronous = OFF"):

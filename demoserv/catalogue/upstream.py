@@ -11,7 +11,6 @@ The staging database is then removed, and the new file is built like any other l
 
 import os
 import sqlite3
-import uuid
 from pathlib import Path
 
 from .. import shared
@@ -205,7 +204,8 @@ def import_dump(source, builder, progress):
     """Fill ``builder``'s new file from the dump ``source``. Returns (counts, features).
     Raises DumpError naming table, line and column for bad input."""
     target = Path(builder.path)
-    staging_path = target.with_name(f".{target.name}.{uuid.uuid4().hex}.staging")
+    # Named after the new file, so that a killed load's is removed with it.
+    staging_path = target.with_name(f"{target.name}.staging")
     staging = sqlite3.connect(staging_path)
     try:
         for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
