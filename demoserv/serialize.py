@@ -7,16 +7,43 @@ writes a function that builds the same dict as one dict display, several times f
 on a page of productions. Fields it does not know are refused when the schema is
 compiled, not served wrongly; a test checks that it equals ``Schema.dump`` on every
 record.
+
+A record already built (``Built``: a dict that keeps its JSON and the class of the schema
+that dumped it) is nested as that JSON where the nesting field's schema is of the same
+class, so that a record nested in many others is dumped once.
 """
 
+import orjson
 from marshmallow import fields
 
 # Fields whose dumped value is the row's value itself, for rows from typed columns.
 _PLAIN = (fields.String, fields.Integer, fields.Float, fields.Boolean)
 
 
+class Built(dict):
+    """A record as built (parsed from ``doc``, the JSON that ``schema`` dumped)."""
+
+    __slots__ = ("doc", "schema")
+
+    def __init__(self, record, doc, schema):
+        super().__init__(record)
+        self.doc = doc
+        self.schema = schema
+
+
+def _nested(dump, schema_class):
+    """``dump`` of a nested record, which a record built by ``schema_class`` skips."""
+
+    def nested(record):
+        if type(record) is Built and record.schema is schema_class:
+            return orjson.Fragment(record.doc)
+        return dump(record)
+
+    return nested
+
+
 def compile_dumper(schema):
-    """A function ``dump(row) -> dict`` equal to ``schema.dump(row)``."""
+    """A function ``dump(row) -> dict`` equal to ``schema.dump(row)`` (as JSON)."""
     namespace = {}
     entries = []
     for index, (name, field) in enumerate(schema.dump_fields.items()):
@@ -28,10 +55,11 @@ def compile_dumper(schema):
         elif isinstance(field, _PLAIN):
             expression = value
         elif isinstance(field, fields.Nested):
-            namespace[helper] = compile_dumper(field.schema)
+            namespace[helper] = _nested(compile_dumper(field.schema), type(field.schema))
             expression = f"(None if {value} is None else {helper}({value}))"
         elif isinstance(field, fields.List) and isinstance(field.inner, fields.Nested):
-            namespace[helper] = compile_dumper(field.inner.schema)
+            inner = field.inner.schema
+            namespace[helper] = _nested(compile_dumper(inner), type(inner))
             expression = f"[{helper}(item) for item in {value}]"
         elif isinstance(field, fields.List) and isinstance(field.inner, _PLAIN):
             expression = f"list({value})"

@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from demoserv.catalogue import CatalogueError, export_catalogue, load_catalogue
+from demoserv.catalogue.build import Builder
 from demoserv.db import read_only_engine
 
 from . import oracle
@@ -410,3 +411,14 @@ def test_a_competition_known_only_from_a_placing(tmp_path, make_app):
     assert [r["production"]["id"] for r in competitions[1]["results"]] == [1]
     placings = client.get("/api/v1/productions/1/").json["competition_placings"]
     assert [(p["position"], p["competition"]["id"]) for p in placings] == [(2, 77)]
+
+
+def test_the_scratch_file_of_a_killed_load_is_removed_by_the_next(catalogue_dir, tmp_path):
+    target = tmp_path / "catalogue.sqlite3"
+    building = tmp_path / f".{target.name}.0123abcd.loading"
+    builder = Builder(str(building))
+    scratch = builder.scratch_path
+    builder.connection.close()  # killed: neither closed nor removed
+    assert scratch.exists() and building.exists()
+    load_catalogue(catalogue_dir, target)
+    assert not scratch.exists() and not building.exists()

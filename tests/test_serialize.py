@@ -1,15 +1,19 @@
 """The read models: what is served for every record, in every format, field selection and
 page-address field name, is the JSON that the marshmallow schemas build for it."""
 
+import sqlite3
+
+import orjson
 import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
 from demoserv import links
+from demoserv.catalogue import build, load_catalogue
 from demoserv.catalogue.build import ReadModels
 from demoserv.db import get_database
 from demoserv.resources import RESOURCES
-from demoserv.serialize import compile_dumper
+from demoserv.serialize import Built, compile_dumper
 from demoserv.shared import SERVICE_URL_FIELDS
 
 from .conftest import SITE_URL
@@ -45,15 +49,37 @@ def schema_records(app, resource, fmt):
         links.reset_style(token)
 
 
+@pytest.fixture(scope="module")
+def database_with_every_table(catalogue_dir, tmp_path_factory):
+    """The test catalogue built with the tables that a served file has empty (those that
+    only its built records show) filled, to build the expected records from."""
+    path = tmp_path_factory.mktemp("full") / "catalogue.sqlite3"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build, "SCRATCH_TABLES", ())
+        load_catalogue(catalogue_dir, path)
+    return path
+
+
+def test_relations_only_built_records_show_are_not_in_the_served_file(
+    loaded_database, database_with_every_table
+):
+    for path, empty in ((loaded_database, True), (database_with_every_table, False)):
+        with sqlite3.connect(path) as connection:
+            for table in build.SCRATCH_TABLES:
+                (count,) = connection.execute(f"SELECT count(*) FROM {table.name}").fetchone()
+                assert (count == 0) is empty, (path, table.name)
+    assert not list(loaded_database.parent.glob("*.scratch"))
+
+
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
 @pytest.mark.parametrize("fmt", ["", "api", "json"])
 @pytest.mark.parametrize("field_name", SERVICE_URL_FIELDS)
 def test_served_records_are_the_schemas_records(
-    make_app, loaded_database, resource, fmt, field_name
+    make_app, loaded_database, database_with_every_table, resource, fmt, field_name
 ):
     app = make_app(loaded_database, SERVICE_URL_FIELD=field_name)
     client = app.test_client()
-    expected = schema_records(app, resource, fmt)
+    expected = schema_records(make_app(database_with_every_table), resource, fmt)
     assert len(expected) >= 8
     query = f"format={fmt}&" if fmt else ""
     for record_id, (listed, detail) in expected.items():
@@ -71,8 +97,8 @@ def test_served_records_are_the_schemas_records(
         assert record == renamed(expected[record["id"]][0], field_name)
 
 
-def test_compiled_dumpers_equal_schema_dump(make_app, loaded_database):
-    app = make_app(loaded_database)
+def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table):
+    app = make_app(database_with_every_table)
     for resource in RESOURCES:
         with app.app_context():
             with get_database().current().engine.connect() as connection:
@@ -88,7 +114,8 @@ def test_compiled_dumpers_equal_schema_dump(make_app, loaded_database):
             for schema in (resource.schema, resource.detail_schema):
                 dump = compile_dumper(schema)
                 for row in rows:
-                    assert dump(row) == schema.dump(row)
+                    # Nested records built before are nested as their JSON.
+                    assert orjson.loads(orjson.dumps(dump(row))) == schema.dump(row)
                     assert list(dump(row)) == list(schema.dump(row))
         finally:
             links.reset_style(token)
@@ -100,3 +127,34 @@ def test_unknown_fields_are_refused_when_compiled():
 
     with pytest.raises(TypeError, match="when"):
         compile_dumper(Odd())
+
+
+class Inner(Schema):
+    id = fields.Integer()
+    name = fields.String()
+
+
+class Other(Schema):
+    id = fields.Integer()
+
+
+class Outer(Schema):
+    one = fields.Nested(Inner)
+    many = fields.List(fields.Nested(Inner))
+    other = fields.Nested(Other)
+
+
+def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
+    # The JSON kept differs from what Inner would dump, to show which one is used.
+    inner = Built({"id": 1, "name": "x"}, b'{"kept":true}', Inner)
+    foreign = Built({"id": 2, "name": "y"}, b'{"kept":true}', Other)
+    dumped = orjson.loads(
+        orjson.dumps(
+            compile_dumper(Outer())({"one": inner, "many": [inner, foreign], "other": inner})
+        )
+    )
+    assert dumped == {
+        "one": {"kept": True},
+        "many": [{"kept": True}, {"id": 2, "name": "y"}],
+        "other": {"id": 1},
+    }

@@ -7,21 +7,32 @@ that serving a page is reading and joining stored documents.
 import datetime
 import hashlib
 import sqlite3
+from pathlib import Path
 
 import orjson
-from sqlalchemy import bindparam, create_engine, func, insert, select, update
+from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, select, update
 from sqlalchemy.schema import CreateTable
 
 from .. import links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
-from ..serialize import compile_dumper
+from ..serialize import Built, compile_dumper
 from ..shared import RecordCodec
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
-# Bytes of dictionary for list and detail records.
-LIST_DICTIONARY = 16 * 1024
-DETAIL_DICTIONARY = 32 * 1024
+# Records per batch of details built in a later pass: those nest whole records of
+# others (a party its productions), dozens each, all held while the batch is built.
+LATER_BATCH = 200
+CACHE = -65536  # KiB of page cache while writing (negative: KiB, as SQLite takes it)
+LISTING_CACHE = -8192  # while the listing columns are built
+SCRATCH_CACHE = -8192  # of the scratch file, read in order
+# Relations that only the records built at load show: not served otherwise, so kept in
+# a scratch file while building (they would be a sixth of the new file).
+SCRATCH_TABLES = (tables.credits, tables.screenshots)
+# Bytes of dictionary for list and detail records: zstd's largest default, which
+# compresses records of every size about a tenth better than a third of it.
+LIST_DICTIONARY = 110 * 1024
+DETAIL_DICTIONARY = 110 * 1024
 
 
 class Builder:
@@ -36,13 +47,28 @@ class Builder:
             json_deserializer=orjson.loads,
         )
         self.connection = self.engine.connect()
-        # A new private file: a crash loses only the file, which is then discarded.
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
-            self.connection.exec_driver_sql(f"PRAGMA {pragma}")
+        # Tables read only while the records are built live in a scratch file beside
+        # the new one (named after it, so that a killed load's is removed with it); the
+        # new file has them empty.
+        target = Path(path)
+        self.scratch_path = target.with_name(f"{target.name}.scratch")
+        self.connection.exec_driver_sql("ATTACH DATABASE ? AS scratch", (str(self.scratch_path),))
+        # New private files: a crash loses only the files, which are then discarded.
+        for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+            for schema in ("main", "scratch"):
+                self.connection.exec_driver_sql(f"PRAGMA {schema}.{pragma}")
+        self.connection.exec_driver_sql(f"PRAGMA main.cache_size = {CACHE}")
+        self.connection.exec_driver_sql(f"PRAGMA scratch.cache_size = {SCRATCH_CACHE}")
         self.connection.commit()
         self.transaction = self.connection.begin()
         for table in tables.metadata.sorted_tables:
-            self.connection.execute(CreateTable(table))
+            if table in SCRATCH_TABLES:
+                ddl = str(CreateTable(table).compile(dialect=self.engine.dialect))
+                self.connection.exec_driver_sql(
+                    ddl.replace("CREATE TABLE ", "CREATE TABLE scratch.", 1)
+                )
+            else:
+                self.connection.execute(CreateTable(table))
         self.pending = {}
 
     def raw_connection(self):
@@ -75,6 +101,11 @@ class Builder:
         progress.stage("building records")
         read_models = ReadModels(self.connection)
         read_models.build()
+        for table in SCRATCH_TABLES:  # empty, in the new file; main's from now on
+            self.connection.execute(CreateTable(table))
+        # Each of SQLite's sorts may take as much memory as the page cache: the listing
+        # columns are ranked several ways at once.
+        self.connection.exec_driver_sql(f"PRAGMA cache_size = {LISTING_CACHE}")
         for name in LOAD_ORDER:
             resource = BY_NAME[name]
             listing.store_columns(
@@ -121,20 +152,59 @@ class Builder:
     def close(self):
         self.connection.close()
         self.engine.dispose()
+        self.scratch_path.unlink(missing_ok=True)
 
 
-SET_DOC = {
-    table.name: update(table)
-    .where(table.c.id == bindparam("record_id"))
-    .values(doc=bindparam("record_doc"))
-    for table in tables.RECORD_TABLES.values()
-}
+class Query:
+    """A statement of the read-model build, run on the sqlite3 connection itself: its
+    rows as dicts with SQLAlchemy's conversions of its columns (booleans, JSON), without
+    SQLAlchemy's cost per execution and per row. An expanding ``ids`` parameter is sent
+    as one JSON array, whatever its length."""
+
+    def __init__(self, statement, dialect):
+        compiled = statement.compile(dialect=dialect)
+        self.sql = compiled.string.replace(
+            "(__[POSTCOMPILE_ids])", "(SELECT value FROM json_each(?))"
+        )
+        if "POSTCOMPILE" in self.sql:
+            raise ValueError(f"an expanding parameter other than ids: {self.sql}")
+        self.names = compiled.positiontup or []
+        self.defaults = compiled.params
+        self.conversions = []
+        for index, column in enumerate(statement.selected_columns):
+            if isinstance(column.type, Boolean):
+                self.conversions.append((index, _boolean))
+            elif isinstance(column.type, JSON):
+                self.conversions.append((index, _json))
+
+    def rows(self, raw, **values):
+        """The rows (dicts) for the parameters ``values`` (``ids``: a list of ids)."""
+        values = {**self.defaults, **values}
+        if "ids" in values:
+            values["ids"] = orjson.dumps(values["ids"])
+        cursor = raw.execute(self.sql, [values[name] for name in self.names])
+        keys = [description[0] for description in cursor.description]
+        rows = cursor.fetchall()
+        if self.conversions:
+            conversions = self.conversions
+            for position, row in enumerate(rows):
+                row = list(row)
+                for index, convert in conversions:
+                    value = row[index]
+                    if value is not None:
+                        row[index] = convert(value)
+                rows[position] = row
+        return [dict(zip(keys, row)) for row in rows]
 
 
-def dict_rows(result):
-    """The rows of ``result`` as dicts (without SQLAlchemy's per-row key lookups)."""
-    keys = list(result.keys())
-    return [dict(zip(keys, row)) for row in result.fetchall()]
+def _boolean(value):
+    return bool(value)
+
+
+_json = orjson.loads
+# Parsed list records kept per nested resource while building; past this many, the
+# kept ones are dropped (the records a batch nests are then read again).
+KEPT_RECORDS = 20_000
 
 
 class ReadModels:
@@ -143,32 +213,42 @@ class ReadModels:
 
     def __init__(self, connection, digest=None):
         self.connection = connection
+        self.raw = connection.connection.driver_connection
         self.digest = digest if digest is not None else hashlib.sha256()
         self.codecs = {}  # (resource, kind) -> RecordCodec, once written
+        self.queries = {}  # statement -> Query
+        self.kept = {}  # resource -> {id: parsed list record}
+
+    def query(self, statement):
+        found = self.queries.get(statement)
+        if found is None:
+            found = self.queries[statement] = Query(statement, self.connection.dialect)
+        return found
 
     def rows(self, statement, ids):
         """The rows (dicts) of ``statement`` for the owner ids ``ids``."""
-        result = []
-        ids = list(ids)
-        for start in range(0, len(ids), BATCH):
-            result += dict_rows(
-                self.connection.execute(statement, {"ids": ids[start : start + BATCH]})
-            )
-        return result
+        return self.query(statement).rows(self.raw, ids=list(ids))
 
     def records(self, resource, ids):
         """{id: list record} of ``resource``'s records ``ids``, as built."""
-        table = BY_NAME[resource].table
+        kept = self.kept.setdefault(resource, {})
         ids = [record_id for record_id in ids if record_id is not None]
-        found = {}
-        for start in range(0, len(ids), BATCH):
-            statement = select(table.c.id, table.c.doc).where(
-                table.c.id.in_(ids[start : start + BATCH])
-            )
+        missing = [record_id for record_id in ids if record_id not in kept]
+        if missing:
+            if len(kept) + len(missing) > KEPT_RECORDS:
+                kept.clear()
+                missing = ids
             expand = self._codec(resource, "list").expand
-            for record_id, doc in self.connection.execute(statement):
-                found[record_id] = orjson.loads(expand(doc))
-        return found
+            loads = orjson.loads
+            table = BY_NAME[resource].table.name
+            schema = type(BY_NAME[resource].schema)
+            for record_id, doc in self.raw.execute(
+                f"SELECT id, doc FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(missing),),
+            ):
+                doc = expand(doc)
+                kept[record_id] = Built(loads(doc), doc, schema)
+        return {record_id: kept[record_id] for record_id in ids if record_id in kept}
 
     def _codec(self, resource, kind):
         """The codec of ``resource``'s ``kind`` records, once written."""
@@ -202,6 +282,7 @@ class ReadModels:
                 self._documents(resource, detail=True, listed=False)
         finally:
             links.reset_style(token)
+            self.kept.clear()
 
     def _documents(self, resource, detail, listed=True):
         table = resource.table
@@ -209,11 +290,18 @@ class ReadModels:
         detail_dump = compile_dumper(resource.detail_schema)
         lists = Compressor(LIST_DICTIONARY) if listed else None
         details = Compressor(DETAIL_DICTIONARY) if detail else None
+        set_doc = f"UPDATE {table.name} SET doc = ? WHERE id = ?"
+        if detail:
+            add_detail = f"INSERT INTO {resource.details_table.name} (id, doc) VALUES (?, ?)"
+        query = self.query(
+            select(table)
+            .where(table.c.id > bindparam("last"))
+            .order_by(table.c.id)
+            .limit(DOC_BATCH if listed else LATER_BATCH)
+        )
         last_id = 0
-        query = select(table).where(table.c.id > bindparam("last")).order_by(table.c.id)
-        query = query.limit(DOC_BATCH)
         while True:
-            rows = dict_rows(self.connection.execute(query, {"last": last_id}))
+            rows = query.rows(self.raw, last=last_id)
             if not rows:
                 break
             last_id = rows[-1]["id"]
@@ -222,22 +310,15 @@ class ReadModels:
                 docs = [(row["id"], orjson.dumps(list_dump(row))) for row in rows]
                 self._digest(docs)
                 lists.learn(docs)
-                self.connection.execute(
-                    SET_DOC[table.name],
-                    [
-                        {"record_id": record_id, "record_doc": lists.compress(doc)}
-                        for record_id, doc in docs
-                    ],
-                )
+                compress = lists.compress
+                self.raw.executemany(set_doc, [(compress(doc), key) for key, doc in docs])
             if detail:
                 resource.complete_detail(self, rows)
                 docs = [(row["id"], orjson.dumps(detail_dump(row))) for row in rows]
                 self._digest(docs)
                 details.learn(docs)
-                self.connection.execute(
-                    insert(resource.details_table),
-                    [{"id": record_id, "doc": details.compress(doc)} for record_id, doc in docs],
-                )
+                compress = details.compress
+                self.raw.executemany(add_detail, [(key, compress(doc)) for key, doc in docs])
         for kind, compressor in (("list", lists), ("detail", details)):
             if compressor is not None:
                 codec = compressor.codec or RecordCodec(b"")

@@ -11,7 +11,6 @@ The staging database is then removed, and the new file is built like any other l
 
 import os
 import sqlite3
-import uuid
 from pathlib import Path
 
 from .. import shared
@@ -205,7 +204,8 @@ def import_dump(source, builder, progress):
     """Fill ``builder``'s new file from the dump ``source``. Returns (counts, features).
     Raises DumpError naming table, line and column for bad input."""
     target = Path(builder.path)
-    staging_path = target.with_name(f".{target.name}.{uuid.uuid4().hex}.staging")
+    # Named after the new file, so that a killed load's is removed with it.
+    staging_path = target.with_name(f"{target.name}.staging")
     staging = sqlite3.connect(staging_path)
     try:
         for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
@@ -544,8 +544,9 @@ def _productions(connection):
         "FROM stage.productions_production_types l "
         "JOIN stage.productions_productiontype t ON t.id = l.productiontype_id"
     )
+    # Credits and screenshots unqualified: the builder keeps them in its scratch file.
     execute(
-        "INSERT INTO main.credits (production_id, position, name, abbreviation, releaser_id, "
+        "INSERT INTO credits (production_id, position, name, abbreviation, releaser_id, "
         "category, role) SELECT c.production_id, row_number() OVER "
         "(PARTITION BY c.production_id ORDER BY c.line), n.name, coalesce(n.abbreviation, ''), "
         "n.releaser_id, coalesce(c.category, ''), coalesce(c.role, '') "
@@ -564,7 +565,7 @@ def _productions(connection):
     )
     _check_urls(connection, "production_links", "productions_productionlink")
     execute(
-        "INSERT INTO main.screenshots SELECT production_id, row_number() OVER "
+        "INSERT INTO screenshots SELECT production_id, row_number() OVER "
         "(PARTITION BY production_id ORDER BY line), coalesce(original_url, ''), "
         "original_width, original_height, coalesce(standard_url, ''), standard_width, "
         "standard_height, coalesce(thumbnail_url, ''), thumbnail_width, thumbnail_height "
