@@ -13,7 +13,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .. import shared
+from .. import shared, tables
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
 
@@ -225,17 +225,9 @@ def import_dump(source, builder, progress):
         try:
             progress.stage("deriving records")
             _fill(connection)
-            counts = {
-                name: connection.execute(f"SELECT count(*) FROM main.{name}").fetchone()[0]
-                for name in (
-                    "platforms",
-                    "production_types",
-                    "releasers",
-                    "party_series",
-                    "parties",
-                    "bbses",
-                    "productions",
-                )
+            counts = {  # every registered resource's records
+                name: connection.execute(f"SELECT count(*) FROM main.{table.name}").fetchone()[0]
+                for name, table in tables.RECORD_TABLES.items()
             }
             features = set()
             for table, column, feature in (
