@@ -11,6 +11,7 @@ where it has one, else the order in which the files gave the relation).
 import json
 import os
 import re
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -338,6 +339,151 @@ class _Pairs:
         return [(key[0], key[1], entry[0], entry[1], entry[2]) for key, entry in pairs.items()]
 
 
+# Resources by number, as the scratch tables store them.
+_RESOURCE = {name: number for number, name in enumerate(LOAD_ORDER)}
+# The columns of a summarised record that a nested summary may give.
+_SUMMARY_FIELDS = ("name", "is_group", "supertype")
+
+
+class _Scratch:
+    """What the loader must remember of every record until the end of the load, kept in
+    tables of the builder's scratch file, not in memory: the id and place (``file:line``)
+    of each record read, and of each created from a nested summary with what that gave,
+    and the references and nicks to check once every file is read. Memory holds at most
+    a batch of rows to write and a bounded cache of records looked up."""
+
+    BATCH = 5000  # rows of references or nicks per INSERT
+    CACHED = 20_000  # records kept for lookups; past this, the kept ones are dropped
+
+    def __init__(self, builder):
+        self.raw = builder.connection.connection.driver_connection
+        for statement in (
+            """CREATE TABLE scratch.load_records (
+                resource INTEGER NOT NULL, id INTEGER NOT NULL, place TEXT NOT NULL,
+                name TEXT, is_group INTEGER, supertype TEXT,
+                from_summary INTEGER NOT NULL, given_nicks INTEGER NOT NULL,
+                PRIMARY KEY (resource, id)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_references (
+                seq INTEGER PRIMARY KEY, resource INTEGER NOT NULL, id INTEGER NOT NULL,
+                place TEXT NOT NULL, field TEXT NOT NULL)""",
+            """CREATE TABLE scratch.load_nicks (
+                seq INTEGER PRIMARY KEY, releaser_id INTEGER NOT NULL, name TEXT NOT NULL,
+                abbreviation TEXT NOT NULL, place TEXT NOT NULL, field TEXT NOT NULL)""",
+        ):
+            self.raw.execute(statement)
+        self.pending = {
+            "INSERT INTO scratch.load_references (resource, id, place, field) "
+            "VALUES (?, ?, ?, ?)": [],
+            "INSERT INTO scratch.load_nicks (releaser_id, name, abbreviation, place, field) "
+            "VALUES (?, ?, ?, ?, ?)": [],
+        }
+        self.references, self.nicks = self.pending.values()
+        self.cache = {}  # (resource, id) -> (place, {summary field: value})
+
+    def add(
+        self, resource, record_id, place, record=None, *, from_summary=False, given_nicks=False
+    ):
+        """Remember a record (``record``: its summary fields, if summarised). Returns
+        None, or where a record of the same id was first seen."""
+        fields = {}
+        if record is not None:
+            fields = {name: record[name] for name in _SUMMARY_FIELDS if name in record}
+        is_group = fields.get("is_group")
+        try:
+            self.raw.execute(
+                "INSERT INTO scratch.load_records VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _RESOURCE[resource],
+                    record_id,
+                    place,
+                    fields.get("name"),
+                    None if is_group is None else int(is_group),
+                    fields.get("supertype"),
+                    int(from_summary),
+                    int(given_nicks),
+                ),
+            )
+        except sqlite3.IntegrityError:
+            return self.find(resource, record_id)[0]
+        self._keep((resource, record_id), (place, fields))
+        return None
+
+    def find(self, resource, record_id):
+        """(where it was first seen, its summary fields) of a record, or None."""
+        key = (resource, record_id)
+        found = self.cache.get(key)
+        if found is None:
+            row = self.raw.execute(
+                "SELECT place, name, is_group, supertype FROM scratch.load_records "
+                "WHERE resource = ? AND id = ?",
+                (_RESOURCE[resource], record_id),
+            ).fetchone()
+            if row is None:
+                return None
+            fields = {
+                name: value if name != "is_group" else bool(value)
+                for name, value in zip(_SUMMARY_FIELDS, row[1:])
+                if value is not None
+            }
+            found = (row[0], fields)
+            self._keep(key, found)
+        return found
+
+    def _keep(self, key, found):
+        if len(self.cache) >= self.CACHED:
+            self.cache.clear()
+        self.cache[key] = found
+
+    def refer(self, resource, record_id, place, field):
+        """Remember a reference to check once every file is read."""
+        self.references.append((_RESOURCE[resource], record_id, place, field))
+        if len(self.references) >= self.BATCH:
+            self.flush()
+
+    def nick(self, releaser_id, name, abbreviation, place, field):
+        """Remember a nick that a production gives a releaser."""
+        self.nicks.append((releaser_id, name, abbreviation, place, field))
+        if len(self.nicks) >= self.BATCH:
+            self.flush()
+
+    def flush(self):
+        for statement, rows in self.pending.items():
+            if rows:
+                self.raw.executemany(statement, rows)
+                rows.clear()
+
+    def query(self, sql, parameters=()):
+        """A cursor over ``sql``'s rows, once every row is written."""
+        self.flush()
+        return self.raw.execute(sql, parameters)
+
+    def count(self, resource):
+        return self.query(
+            "SELECT count(*) FROM scratch.load_records WHERE resource = ?",
+            (_RESOURCE[resource],),
+        ).fetchone()[0]
+
+    def from_summaries(self, resource):
+        """Each record of ``resource`` created from a summary, by id, as a dict."""
+        last = -(2**63)
+        while True:
+            rows = self.query(
+                "SELECT id, name, is_group, supertype FROM scratch.load_records "
+                "WHERE resource = ? AND from_summary AND id > ? ORDER BY id LIMIT ?",
+                (_RESOURCE[resource], last, self.BATCH),
+            ).fetchall()
+            if not rows:
+                return
+            for record_id, name, is_group, supertype in rows:
+                yield {
+                    "id": record_id,
+                    "name": name,
+                    "is_group": None if is_group is None else bool(is_group),
+                    "supertype": supertype,
+                }
+            last = rows[-1][0]
+
+
 class _Loader:
     """Reads the files in load order, checks what refers to what, and hands rows to the
     builder."""
@@ -346,9 +492,8 @@ class _Loader:
         self.builder = builder
         self.paths = paths
         self.progress = progress
-        # id -> (record, where it was first seen), for records that summaries refer to
-        self.known = {name: {} for name in SUMMARISED}
-        self.ids = {name: {} for name in LOAD_ORDER}  # id -> where, of records read
+        # Every record's id and place, the references and the nicks: checked at the end.
+        self.scratch = _Scratch(builder)
         self.features = set()
         self.memberships = _Pairs("member", "group")
         self.releases = _Pairs("party", "production")
@@ -358,12 +503,6 @@ class _Loader:
         self.competitions = {}  # id -> (party id, name, where)
         self.results = {}  # competition id -> (where, [(production id, values)])
         self.placings = {}  # production id -> (where, [(competition id, values)])
-        self.references = []  # (resource, id, where, field): checked at the end
-        self.given_nicks = set()  # releasers whose nicks their record gives
-        self.used_nicks = []  # (releaser id, name, abbreviation, where, field)
-        self.party_names = {}
-        self.production_keys = {}  # id -> sortable title
-        self.releaser_is_group = {}
 
     def run(self):
         counts = {}
@@ -374,8 +513,14 @@ class _Loader:
             count = 0
             for number, record in read_records(path, BY_NAME[name].record_schema, self.progress):
                 where = f"{path.name}:{number}"
-                first = self.ids[name].setdefault(record["id"], where)
-                if first != where:
+                first = self.scratch.add(
+                    name,
+                    record["id"],
+                    where,
+                    record if name in SUMMARISED else None,
+                    given_nicks=name == "releasers" and record["nicks"] is not None,
+                )
+                if first is not None:
                     raise CatalogueError(
                         f"{where}: id: duplicate id {record['id']} "
                         f"(first on line {first.rpartition(':')[2]})"
@@ -385,9 +530,9 @@ class _Loader:
             self.progress.file_finished(path.name, count)
             counts[name] = count
         for name in SUMMARISED:
-            for record, where in self.known[name].values():
+            for record in self.scratch.from_summaries(name):
                 self._write_summarised(name, record)
-            counts[name] = len(self.known[name])
+            counts[name] = self.scratch.count(name)
         self._resolve()
         return counts, self.features
 
@@ -408,19 +553,18 @@ class _Loader:
         self.builder.queue(table, row)
 
     def _accept_platforms(self, record, where):
-        self.known["platforms"][record["id"]] = (record, where)
+        self._write_summarised("platforms", record)
 
     def _accept_production_types(self, record, where):
-        self.known["production_types"][record["id"]] = (record, where)
+        self._write_summarised("production_types", record)
 
     def _accept_releasers(self, record, where):
-        self.known["releasers"][record["id"]] = (record, where)
+        self._write_summarised("releasers", record)
         releaser_id = record["id"]
         for column in ("country_code", "created_at", "updated_at"):
             if record[column] is not None:
                 self.features.add(f"releasers_{column}")
         if record["nicks"] is not None:
-            self.given_nicks.add(releaser_id)
             for position, nick in enumerate(record["nicks"]):
                 self.builder.queue(
                     tables.releaser_nicks,
@@ -444,7 +588,7 @@ class _Loader:
         result = []
         for index, item in enumerate(items):
             other = item[key]["id"]
-            self.references.append((resource, other, where, f"{field}.{index}.{key}"))
+            self.scratch.refer(resource, other, where, f"{field}.{index}.{key}")
             result.append((other, {name: value for name, value in item.items() if name != key}))
         return result
 
@@ -472,12 +616,11 @@ class _Loader:
         party_id = record["id"]
         series = record["party_series"]
         if series is not None:
-            if series["id"] not in self.ids["party_series"]:
+            if self.scratch.find("party_series", series["id"]) is None:
                 raise CatalogueError(
                     f"{where}: party_series: no party series with id {series['id']}"
                 )
             self.party_series[party_id] = series["id"]
-        self.party_names[party_id] = record["name"]
         row = {
             name: record[name]
             for name in (
@@ -531,8 +674,8 @@ class _Loader:
                 results = []
                 for index, result in enumerate(competition["results"]):
                     production = result["production"]["id"]
-                    self.references.append(
-                        ("productions", production, where, f"{field}.results.{index}.production")
+                    self.scratch.refer(
+                        "productions", production, where, f"{field}.results.{index}.production"
                     )
                     values = {name: result[name] for name in ("position", "ranking", "score")}
                     results.append((production, values))
@@ -542,7 +685,7 @@ class _Loader:
     def _refer_all_ids(self, resource, items, where, field):
         result = []
         for index, item in enumerate(items):
-            self.references.append((resource, item["id"], where, f"{field}.{index}"))
+            self.scratch.refer(resource, item["id"], where, f"{field}.{index}")
             result.append((item["id"], None))
         return result
 
@@ -607,7 +750,6 @@ class _Loader:
             if record[column] is not None:
                 self.features.add(f"productions_{column}")
         title_key = sortable_title(record["title"])
-        self.production_keys[production_id] = title_key
         self.builder.queue(
             tables.productions,
             {
@@ -702,7 +844,7 @@ class _Loader:
                 field = f"competition_placings.{index}.competition"
                 competition = placing["competition"]
                 party = competition["party"]["id"]
-                if party not in self.ids["parties"]:
+                if self.scratch.find("parties", party) is None:
                     raise CatalogueError(f"{where}: {field}.party: no party with id {party}")
                 if not self._competition(
                     competition["id"], party, competition["name"], where, field
@@ -726,20 +868,18 @@ class _Loader:
 
     def _nick(self, nick, where, field):
         self._refer("releasers", nick["releaser"], where, f"{field}.releaser")
-        self.used_nicks.append(
-            (nick["releaser"]["id"], nick["name"], nick["abbreviation"], where, field)
-        )
+        self.scratch.nick(nick["releaser"]["id"], nick["name"], nick["abbreviation"], where, field)
 
     def _refer(self, resource, summary, where, field):
         """Check a nested summary against its record, or create the record from it."""
-        known = self.known[resource].get(summary["id"])
-        if known is None:
-            if len(summary) == 1:  # a bare id: the record must exist somewhere
-                self.references.append((resource, summary["id"], where, field))
-                return
-            self.known[resource][summary["id"]] = (summary, where)
+        if len(summary) == 1:  # a bare id: the record must exist somewhere
+            self.scratch.refer(resource, summary["id"], where, field)
             return
-        record, origin = known
+        known = self.scratch.find(resource, summary["id"])
+        if known is None:
+            self.scratch.add(resource, summary["id"], where, summary, from_summary=True)
+            return
+        origin, record = known
         for name, value in summary.items():
             if record.get(name, value) != value:
                 raise CatalogueError(
@@ -749,7 +889,6 @@ class _Loader:
 
     def _write_summarised(self, name, record):
         if name == "releasers":
-            self.releaser_is_group[record["id"]] = record["is_group"]
             row = {
                 "id": record["id"],
                 "name": record["name"],
@@ -767,11 +906,6 @@ class _Loader:
 
     # What can only be checked once every file is read.
 
-    def _exists(self, resource, record_id):
-        if resource in SUMMARISED:
-            return record_id in self.known[resource]
-        return record_id in self.ids[resource]
-
     def _resolve(self):
         singular = {
             "releasers": "releaser",
@@ -780,11 +914,18 @@ class _Loader:
             "platforms": "platform",
             "production_types": "production type",
         }
-        for resource, record_id, where, field in self.references:
-            if not self._exists(resource, record_id):
-                raise CatalogueError(
-                    f"{where}: {field}: no {singular[resource]} with id {record_id}"
-                )
+        self.builder.flush()
+        missing = self.scratch.query(
+            "SELECT resource, id, place, field FROM scratch.load_references AS reference "
+            "WHERE NOT EXISTS (SELECT 1 FROM scratch.load_records AS record "
+            "WHERE record.resource = reference.resource AND record.id = reference.id) "
+            "ORDER BY seq LIMIT 1"
+        ).fetchone()
+        if missing is not None:
+            resource, record_id, where, field = missing
+            raise CatalogueError(
+                f"{where}: {field}: no {singular[LOAD_ORDER[resource]]} with id {record_id}"
+            )
         self._resolve_nicks()
         self._resolve_memberships()
         for pairs, table in (
@@ -812,59 +953,87 @@ class _Loader:
 
     def _release_order(self, side, owner, keys):
         if side == 0:  # a party's releases: by production title, as the upstream orders them
-            return sorted(keys, key=lambda key: (self.production_keys[key[1]], key[1]))
-        return sorted(keys, key=lambda key: (self.party_names[key[0]], key[0]))
+            titles = self._column(tables.productions.c.sortable_title, [key[1] for key in keys])
+            return sorted(keys, key=lambda key: (titles[key[1]], key[1]))
+        names = self._column(tables.parties.c.name, [key[0] for key in keys])
+        return sorted(keys, key=lambda key: (names[key[0]], key[0]))
+
+    def _column(self, column, ids):
+        """{id: value of ``column``} of the rows ``ids`` of its table, as written."""
+        return dict(
+            self.scratch.query(
+                f"SELECT id, {column.name} FROM main.{column.table.name} "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(ids),),
+            )
+        )
 
     def _resolve_nicks(self):
-        derived = {}
-        given = {}
-        for releaser_id, name, abbreviation, where, field in self.used_nicks:
-            if releaser_id in self.given_nicks:
-                given.setdefault(releaser_id, []).append((name, abbreviation, where, field))
-            else:
-                first = derived.setdefault(releaser_id, {}).setdefault(
-                    name, (abbreviation, where, field)
-                )
-                if first[0] != abbreviation:
-                    raise CatalogueError(
-                        f"{where}: {field}.abbreviation: {_json(abbreviation)} contradicts "
-                        f"{first[1]} ({first[2]}), which gives nick {_json(name)} of releaser "
-                        f"{releaser_id} the abbreviation {_json(first[0])}"
-                    )
-        self.builder.flush(tables.releaser_nicks)
-        if given:
-            known = {}
-            for releaser_id, name, abbreviation in self.builder.connection.execute(
-                tables.releaser_nicks.select().with_only_columns(
-                    tables.releaser_nicks.c.releaser_id,
-                    tables.releaser_nicks.c.name,
-                    tables.releaser_nicks.c.abbreviation,
-                )
-            ):
-                known[(releaser_id, name)] = abbreviation
-            for releaser_id, uses in given.items():
-                for name, abbreviation, where, field in uses:
-                    if known.get((releaser_id, name)) != abbreviation:
-                        raise CatalogueError(
-                            f"{where}: {field}: nick {_json(name)} ({_json(abbreviation)}) is not "
-                            f"a nick of releaser {releaser_id}"
-                        )
-        for releaser_id, (record, _) in self.known["releasers"].items():
-            if releaser_id in self.given_nicks:
-                continue
-            nicks = {name: used[0] for name, used in derived.get(releaser_id, {}).items()}
-            nicks.setdefault(record["name"], "")
-            for position, name in enumerate(sorted(nicks)):
-                self.builder.queue(
-                    tables.releaser_nicks,
-                    {
-                        "releaser_id": releaser_id,
-                        "position": position,
-                        "name": name,
-                        "abbreviation": nicks[name],
-                        "variants": [],
-                    },
-                )
+        """Check the nicks that productions give against their releasers' (or against
+        each other, for releasers whose record gives none), and derive the latter's."""
+        self.builder.flush()
+        scratch = self.scratch
+        scratch.query(
+            "CREATE INDEX scratch.load_nicks_by_name ON load_nicks (releaser_id, name, seq)"
+        )
+        # The first use of each nick of a releaser whose record gives no nicks.
+        first_uses = (
+            "SELECT use.* FROM scratch.load_nicks AS use "
+            "JOIN scratch.load_records AS releaser ON releaser.resource = ? "
+            "AND releaser.id = use.releaser_id AND NOT releaser.given_nicks "
+            "WHERE NOT EXISTS (SELECT 1 FROM scratch.load_nicks AS earlier "
+            "WHERE earlier.releaser_id = use.releaser_id AND earlier.name = use.name "
+            "AND earlier.seq < use.seq)"
+        )
+        releasers = _RESOURCE["releasers"]
+        contradiction = scratch.query(
+            "SELECT use.place, use.field, use.abbreviation, first.place, first.field, "
+            f"first.abbreviation, use.releaser_id, use.name FROM ({first_uses}) AS first "
+            "JOIN scratch.load_nicks AS use ON use.releaser_id = first.releaser_id "
+            "AND use.name = first.name AND use.abbreviation != first.abbreviation "
+            "ORDER BY use.seq LIMIT 1",
+            (releasers,),
+        ).fetchone()
+        if contradiction is not None:
+            where, field, abbreviation, first_where, first_field = contradiction[:5]
+            first_abbreviation, releaser_id, name = contradiction[5:]
+            raise CatalogueError(
+                f"{where}: {field}.abbreviation: {_json(abbreviation)} contradicts "
+                f"{first_where} ({first_field}), which gives nick {_json(name)} of releaser "
+                f"{releaser_id} the abbreviation {_json(first_abbreviation)}"
+            )
+        unknown = scratch.query(
+            "SELECT use.place, use.field, use.name, use.abbreviation, use.releaser_id "
+            "FROM scratch.load_nicks AS use "
+            "JOIN scratch.load_records AS releaser ON releaser.resource = ? "
+            "AND releaser.id = use.releaser_id AND releaser.given_nicks "
+            "WHERE NOT EXISTS (SELECT 1 FROM main.releaser_nicks AS nick "
+            "WHERE nick.releaser_id = use.releaser_id AND nick.name = use.name "
+            "AND nick.abbreviation = use.abbreviation) "
+            "ORDER BY use.seq LIMIT 1",
+            (releasers,),
+        ).fetchone()
+        if unknown is not None:
+            where, field, name, abbreviation, releaser_id = unknown
+            raise CatalogueError(
+                f"{where}: {field}: nick {_json(name)} ({_json(abbreviation)}) is not "
+                f"a nick of releaser {releaser_id}"
+            )
+        # The others' nicks: those used, and the releaser's name (unabbreviated) if no
+        # production uses it, by name.
+        scratch.query(
+            "INSERT INTO main.releaser_nicks "
+            "(releaser_id, position, name, abbreviation, variants) "
+            "SELECT releaser_id, "
+            "row_number() OVER (PARTITION BY releaser_id ORDER BY name) - 1, "
+            "name, abbreviation, '[]' FROM ("
+            f"SELECT releaser_id, name, abbreviation FROM ({first_uses}) "
+            "UNION ALL SELECT id, name, '' FROM scratch.load_records AS releaser "
+            "WHERE resource = ? AND NOT given_nicks AND NOT EXISTS ("
+            "SELECT 1 FROM scratch.load_nicks AS use "
+            "WHERE use.releaser_id = releaser.id AND use.name = releaser.name))",
+            (releasers, releasers),
+        )
 
     def _resolve_memberships(self):
         for member, group, values, member_position, group_position in self.memberships.resolve(
@@ -957,13 +1126,14 @@ class _Loader:
     def _resolve_series(self):
         for series_id, (where, parties) in self.series_parties.items():
             for index, party in enumerate(parties):
-                if party not in self.ids["parties"]:
+                found = self.scratch.find("parties", party)
+                if found is None:
                     raise CatalogueError(f"{where}: parties.{index}: no party with id {party}")
                 given = self.party_series.get(party)
                 if given is not None and given != series_id:
                     raise CatalogueError(
                         f"{where}: parties.{index}: party {party} belongs to party series {given} "
-                        f"({self.ids['parties'][party]})"
+                        f"({found[0]})"
                     )
         series_of = dict(self.party_series)
         positions = {}
@@ -975,15 +1145,15 @@ class _Loader:
         for party, series_id in series_of.items():
             if party not in positions:
                 if series_id in self.series_parties:
+                    where = self.scratch.find("parties", party)[0]
                     raise CatalogueError(
-                        f"{self.ids['parties'][party]}: party_series: party series {series_id} "
+                        f"{where}: party_series: party series {series_id} "
                         f"({self.series_parties[series_id][0]}) does not list party {party}"
                     )
                 by_series.setdefault(series_id, []).append(party)
         for parties in by_series.values():  # by name, as the upstream orders them
-            for position, party in enumerate(
-                sorted(parties, key=lambda p: (self.party_names[p], p))
-            ):
+            names = self._column(tables.parties.c.name, parties)
+            for position, party in enumerate(sorted(parties, key=lambda p: (names[p], p))):
                 positions[party] = position
         self.builder.flush()
         connection = self.builder.connection
