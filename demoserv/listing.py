@@ -94,30 +94,35 @@ def build_columns(connection, resource):
             encoders.append(lambda values: np.array(values, dtype=np.int64))
         else:
             encoders.append(lambda values: np.array(values, dtype=np.int32))
-    chunks = {name: [] for name in names}
+    # Each array made at its full length and filled a chunk at a time: memory holds the
+    # arrays (tens of bytes a record) and one chunk of rows, and no copy of either.
+    count = connection.execute(select(func.count()).select_from(table)).scalar_one()
+    arrays = {name: encode([]) for name, encode in zip(names, encoders)}
+    filled = 0
     result = connection.execute(query)
-    while rows := result.fetchmany(CHUNK):  # a chunk at a time: memory stays small
+    while rows := result.fetchmany(CHUNK):
         for index, (name, encode) in enumerate(zip(names, encoders)):
-            chunks[name].append(encode([row[index] for row in rows]))
-    return {
-        name: np.concatenate(parts) if parts else encode([])
-        for (name, parts), encode in zip(chunks.items(), encoders)
-    }
+            part = encode([row[index] for row in rows])
+            if filled == 0:
+                arrays[name] = np.empty(count, dtype=part.dtype)
+            arrays[name][filled : filled + len(part)] = part
+        filled += len(rows)
+    return arrays
 
 
 def store_columns(connection, resource, arrays):
-    connection.execute(
-        tables.listing_columns.insert(),
-        [
+    """Store ``arrays``, emptying it: one array's bytes are copied at a time."""
+    while arrays:
+        name, array = arrays.popitem()
+        connection.execute(
+            tables.listing_columns.insert(),
             {
                 "resource": resource.name,
                 "name": name,
                 "dtype": array.dtype.str,
                 "data": array.tobytes(),
-            }
-            for name, array in arrays.items()
-        ],
-    )
+            },
+        )
 
 
 class Columns:
