@@ -2,11 +2,13 @@
 
 import json
 import shutil
+import tracemalloc
 
 import pytest
 
-from demoserv.catalogue import CatalogueError, export_catalogue, load_catalogue
+from demoserv.catalogue import CatalogueError, build, export_catalogue, load_catalogue
 from demoserv.catalogue.build import Builder
+from demoserv.catalogue.load import Progress, _Loader, _Scratch, catalogue_files
 from demoserv.db import read_only_engine
 
 from . import oracle
@@ -207,6 +209,116 @@ def test_summaries_contradicting_each_other(served):
     assert_fails(
         bad, database, 'productions.jsonl:2: platforms.0.name: "PC" contradicts productions.jsonl:1'
     )
+
+
+FC = {"id": 10, "name": "Future Crew", "is_group": True}
+SERIES = {"id": 3, "name": "Assembly", "website": ""}
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        (
+            {"productions": [dict(PRODUCTION, platforms=[7])]},
+            "productions.jsonl:1: platforms.0: no platform with id 7",
+        ),
+        (
+            {
+                "productions": [
+                    PRODUCTION,
+                    with_field(dict(PRODUCTION, id=2), "author_nicks.0.abbreviation", "F.C."),
+                ]
+            },
+            'productions.jsonl:2: author_nicks.0.abbreviation: "F.C." contradicts '
+            'productions.jsonl:1 (author_nicks.0), which gives nick "Future Crew" of '
+            'releaser 10 the abbreviation "FC"',
+        ),
+        (
+            {
+                "releasers": [dict(FC, nicks=[{"name": "Future Crew", "abbreviation": ""}])],
+                "productions": [PRODUCTION],
+            },
+            'productions.jsonl:1: author_nicks.0: nick "Future Crew" ("FC") is not a nick of '
+            "releaser 10",
+        ),
+        (
+            {
+                "party_series": [dict(SERIES, parties=[]), dict(SERIES, id=4, parties=[5])],
+                "parties": [dict(PARTY, party_series=3)],
+            },
+            "party_series.jsonl:2: parties.0: party 5 belongs to party series 3 (parties.jsonl:1)",
+        ),
+        (
+            {"party_series": [dict(SERIES, parties=[6])], "parties": [PARTY]},
+            "party_series.jsonl:1: parties.0: no party with id 6",
+        ),
+        (
+            {"party_series": [dict(SERIES, parties=[])], "parties": [dict(PARTY, party_series=3)]},
+            "parties.jsonl:1: party_series: party series 3 (party_series.jsonl:1) does not "
+            "list party 5",
+        ),
+        (
+            {"releasers": [FC, FC]},
+            "releasers.jsonl:2: id: duplicate id 10 (first on line 1)",
+        ),
+    ],
+)
+def test_what_is_checked_once_every_file_is_read(served, files, message):
+    database, bad = served
+    for name, lines in files.items():
+        write_lines(bad, name, lines)
+    assert_fails(bad, database, message)
+
+
+def _python_memory_of_reading(folder, count):
+    """The peak of Python's allocations while the loader reads ``count`` releasers and
+    as many productions, each naming a releaser by a nested summary."""
+    folder.mkdir()
+    releasers = (
+        {"id": i, "name": f"Releaser {i}", "is_group": i % 2 == 0} for i in range(1, count + 1)
+    )
+    write_lines(folder, "releasers", releasers)
+    productions = (
+        dict(
+            PRODUCTION,
+            id=i,
+            author_nicks=[
+                {
+                    "name": f"Nick {i}",
+                    "abbreviation": "",
+                    # Half name a releaser of the file, half one that only this names.
+                    "releaser": {"id": i + count * (i % 2), "name": f"Releaser {i}"}
+                    | {"is_group": i % 2 == 0},
+                }
+            ],
+        )
+        for i in range(1, count + 1)
+    )
+    write_lines(folder, "productions", productions)
+    builder = Builder(str(folder / "new.sqlite3"))
+    try:
+        loader = _Loader(builder, catalogue_files(folder), Progress())
+        tracemalloc.start()
+        try:
+            counts, _ = loader.run()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        builder.close()
+    assert counts["releasers"] == count + count // 2
+    return peak
+
+
+def test_memory_of_a_load_does_not_grow_with_the_catalogue(tmp_path, monkeypatch):
+    # Small batches, so that a small catalogue fills them as a large one does.
+    monkeypatch.setattr(build, "BATCH", 100)
+    monkeypatch.setattr(_Scratch, "BATCH", 100)
+    monkeypatch.setattr(_Scratch, "CACHED", 100)
+    small = _python_memory_of_reading(tmp_path / "small", 1000)
+    large = _python_memory_of_reading(tmp_path / "large", 4000)
+    # Kept in memory, the 3,000 more releasers and productions took a megabyte and more.
+    assert large < small * 1.2 + 100_000, (small, large)
 
 
 def test_empty_or_missing_folder(served):
