@@ -30,6 +30,7 @@ from . import tables
 
 CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
 ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
+PROTECTED_SHARE = 0.75  # of CACHE_BYTES, for listings asked for more than once
 CHUNK = 20_000  # rows read at a time when the columns are built
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
 MAX_WAITING = 2  # requests that may wait for that turn at once (demoserv-serve: 8 threads)
@@ -67,6 +68,10 @@ class _Turns:
 
 
 TURNS = _Turns()
+
+
+def _size(ids):
+    return ids.nbytes + ENTRY_OVERHEAD
 
 
 def _dense_rank(column):
@@ -177,13 +182,18 @@ class Columns:
 
 
 class Listings:
-    """The listings of one served file: its columns, read on first use, and the latest
-    listings found, within CACHE_BYTES."""
+    """The listings of one served file: its columns, read on first use, and the listings
+    found, within CACHE_BYTES. The cache is segmented: a listing found enters on
+    probation, and one asked for again is protected (up to PROTECTED_SHARE of the
+    budget), so that a stream of listings asked for once (a crawler, or a stranger
+    sending never-seen parameters) pushes out only others asked for once, never the
+    listings that clients come back to."""
 
     def __init__(self):
         self._columns = {}
-        self._kept = OrderedDict()
-        self._kept_bytes = 0
+        self._probation = OrderedDict()
+        self._protected = OrderedDict()
+        self._bytes = {"probation": 0, "protected": 0}
         self._lock = threading.Lock()
 
     def columns(self, connection, resource):
@@ -195,17 +205,47 @@ class Listings:
                     found = self._columns[resource.name] = Columns(connection, resource)
         return found
 
+    def _kept(self, key):
+        """The listing kept under ``key`` (None if none), counting this use."""
+        with self._lock:
+            found = self._protected.get(key)
+            if found is not None:
+                self._protected.move_to_end(key)
+                return found
+            found = self._probation.pop(key, None)
+            if found is not None:  # asked for again: protected
+                size = _size(found)
+                self._bytes["probation"] -= size
+                self._protected[key] = found
+                self._bytes["protected"] += size
+                while self._bytes["protected"] > CACHE_BYTES * PROTECTED_SHARE:
+                    old, demoted = self._protected.popitem(last=False)
+                    self._bytes["protected"] -= _size(demoted)
+                    self._probation[old] = demoted
+                    self._bytes["probation"] += _size(demoted)
+                self._evict()
+            return found
+
+    def _evict(self):
+        """Within the budget: listings on probation go first (but the newest), then the
+        protected ones, least recently used first."""
+        for segment, keep in (("probation", 1), ("protected", 0)):
+            entries = getattr(self, f"_{segment}")
+            while self.kept_bytes > CACHE_BYTES and len(entries) > keep:
+                _, dropped = entries.popitem(last=False)
+                self._bytes[segment] -= _size(dropped)
+
     def ids(self, connection, resource, ordering, conditions):
         """The ids of the listing, in order (a numpy array)."""
         key = (resource.name, ordering.cache_key, conditions.key)
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-                return found
+        found = self._kept(key)
+        if found is not None:
+            return found
         with TURNS:
             with self._lock:  # found by another request while this one waited?
-                found = self._kept.get(key)
+                found = self._protected.get(key)
+                if found is None:
+                    found = self._probation.get(key)
             if found is not None:
                 return found
             columns = self.columns(connection, resource)
@@ -214,20 +254,19 @@ class Listings:
                 part = item.mask(columns, value, connection, resource.table)
                 mask = part if mask is None else mask & part
             found = columns.ids[columns.order(ordering, mask)]
-        size = found.nbytes + ENTRY_OVERHEAD
         with self._lock:
-            if key not in self._kept:
-                self._kept[key] = found
-                self._kept_bytes += size
-                while self._kept_bytes > CACHE_BYTES and len(self._kept) > 1:
-                    _, dropped = self._kept.popitem(last=False)
-                    self._kept_bytes -= dropped.nbytes + ENTRY_OVERHEAD
+            if key not in self._probation and key not in self._protected:
+                self._probation[key] = found
+                self._bytes["probation"] += _size(found)
+                self._evict()
         return found
 
     @property
     def kept(self):
-        return list(self._kept)
+        """Keys kept: on probation, then protected, each least recently used first."""
+        with self._lock:
+            return list(self._probation) + list(self._protected)
 
     @property
     def kept_bytes(self):
-        return self._kept_bytes
+        return self._bytes["probation"] + self._bytes["protected"]

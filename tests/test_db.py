@@ -195,3 +195,24 @@ def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_d
     assert [r.getMessage() for r in caplog.records] == [
         f"cannot serve the catalogue: {database}: the catalogue file is missing"
     ]
+
+
+def test_listings_asked_for_again_outlast_a_stream_of_new_ones(app, client, monkeypatch):
+    from demoserv import listing
+    from demoserv.db import get_database
+
+    monkeypatch.setattr(listing, "CACHE_BYTES", 8192)
+    wanted = ("productions", (("supertype", False), ("id", False)), ())
+    client.get("/api/v1/productions/?ordering=supertype,id")
+    client.get("/api/v1/productions/?ordering=supertype,id&page=2")  # asked for again
+    for title in range(200):  # a crawler's or a stranger's one-off listings
+        assert client.get(f"/api/v1/productions/?title=never-{title}").status_code == 200
+    with app.app_context():
+        listings = get_database().current().listings
+    assert wanted in listings.kept and listings.kept_bytes <= 8192
+    assert ("productions", (), (("title", "never-0"),)) not in listings.kept
+    # Found once only, it would have gone with the others.
+    client.get("/api/v1/productions/?ordering=-supertype,id")
+    for title in range(200, 400):
+        client.get(f"/api/v1/productions/?title=never-{title}")
+    assert ("productions", (("supertype", True), ("id", False)), ()) not in listings.kept
