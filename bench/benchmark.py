@@ -48,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -484,7 +485,8 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
         with lock:
             remaining[0] -= 1
         kind = local.choice(flood_kinds)
-        return "GET", never_seen.path(kind, local.choice((None, None, "last"))), {}, 200
+        path = never_seen.path(kind, local.choice((None, None, "last")))
+        return "GET", path, {}, (200, 503)  # 503: new listings queued up, retry
 
     sampled = []
     done = threading.Event()
@@ -497,8 +499,11 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
     watcher.start()
     started = time.monotonic()
     # Clients run until the count is reached: each checks it before every request.
-    threads, latencies, unexpected, errors = timed_clients_until(
-        base, next_request, clients, remaining
+    from load import timed_clients
+
+    statuses = Counter()
+    threads, latencies, unexpected, errors = timed_clients(
+        base, next_request, clients, going=lambda: remaining[0] > 0, statuses=statuses
     )
     for thread in threads:
         thread.join()
@@ -509,6 +514,7 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
     rss_after, hwm = memory_mb(pid)
     return {
         "listings": count - max(0, remaining[0]),
+        "turned_away": statuses[503],
         "seconds": elapsed,
         "requests_per_second": len(latencies) / elapsed,
         "unexpected": sum(unexpected.values()),
@@ -521,46 +527,6 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
         "first_request_after_ms": after,
         "after_over_before": max(after[kind] / before[kind] for kind in before),
     }
-
-
-def timed_clients_until(base, next_request, clients, remaining):
-    """Like load.timed_clients, but the clients stop when ``remaining[0]`` (which
-    ``next_request`` counts down) reaches zero."""
-    from collections import Counter
-
-    host, port = base.removeprefix("http://").split(":")
-    latencies, unexpected, errors = [], Counter(), Counter()
-    lock = threading.Lock()
-
-    def client(index):
-        local = random.Random(5000 + index)
-        connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        mine = []
-        while remaining[0] > 0:
-            method, path, headers, expected = next_request(local)
-            started = time.perf_counter()
-            try:
-                connection.request(method, path, headers=headers)
-                response = connection.getresponse()
-                response.read()
-            except (OSError, http.client.HTTPException) as error:
-                with lock:
-                    errors[type(error).__name__] += 1
-                connection.close()
-                connection = http.client.HTTPConnection(host, int(port), timeout=60)
-                continue
-            mine.append(time.perf_counter() - started)
-            if response.status != expected:
-                with lock:
-                    unexpected[(path[:80], response.status)] += 1
-        connection.close()
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    return threads, latencies, unexpected, errors
 
 
 def measure_throughput(base, facts, counts, clients, seconds):
@@ -1080,7 +1046,8 @@ def report(results):
     lines += [
         "",
         f"Memory: {memory['listings']:,} never-seen listings in {memory['seconds']:.0f} s "
-        f"({memory['requests_per_second']:.0f}/s); server RSS {memory['rss_before_mb']:.0f} MB "
+        f"({memory['requests_per_second']:.0f}/s, {memory.get('turned_away', 0):,} of them "
+        f"answered 503 to retry); server RSS {memory['rss_before_mb']:.0f} MB "
         f"before, at most {memory['rss_max_mb']:.0f} MB, {memory['rss_after_mb']:.0f} MB "
         f"after; first request of a new listing before → after (median ms): "
         + ", ".join(f"{kind} {before[kind]:.1f} → {after[kind]:.1f}" for kind in before)

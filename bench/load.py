@@ -103,40 +103,10 @@ def request_mix(productions, parties, seed=1, production_ids=None, party_ids=Non
 
 
 def run_clients(base, mix, clients, seconds):
-    host, port = base.removeprefix("http://").split(":")
-    deadline = time.monotonic() + seconds
-    latencies, unexpected, connection_errors = [], Counter(), Counter()
-    lock = threading.Lock()
-
-    def client(index):
-        rng = random.Random(index)
-        connection = http.client.HTTPConnection(host, int(port), timeout=30)
-        mine = []
-        while time.monotonic() < deadline:
-            method, path, headers, expected = rng.choice(mix)
-            started = time.perf_counter()
-            try:
-                connection.request(method, path, headers=headers)
-                response = connection.getresponse()
-                response.read()
-            except (OSError, http.client.HTTPException) as error:
-                with lock:
-                    connection_errors[type(error).__name__] += 1
-                connection.close()
-                connection = http.client.HTTPConnection(host, int(port), timeout=30)
-                continue
-            mine.append(time.perf_counter() - started)
-            if response.status != expected:
-                with lock:
-                    unexpected[(method, path[:80], expected, response.status)] += 1
-        connection.close()
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    return threads, latencies, unexpected, connection_errors
+    """``clients`` keep-alive clients sending requests drawn from ``mix`` for ``seconds``:
+    (threads, latencies, unexpected, connection errors); the lists fill as the threads
+    finish."""
+    return timed_clients(base, lambda rng: rng.choice(mix), clients, seconds)
 
 
 PRODUCTION_KEYS = ("sortable_title", "release_date_date", "supertype", "id")
@@ -355,14 +325,20 @@ def attack_request(never_seen, rng):
     return "GET", never_seen.path(kind, page), {}, (200, 404, 503)
 
 
-def timed_clients(base, next_request, clients, seconds, think=0.0, statuses=None):
+def timed_clients(base, next_request, clients, seconds=None, think=0.0, statuses=None, going=None):
     """Run ``clients`` keep-alive clients for ``seconds``; each sends
     ``next_request(rng)`` (method, path, headers, expected status or statuses), then
     waits ``think`` seconds. Returns (threads, latencies, unexpected, connection errors)
     like ``run_clients``; the lists fill as the threads finish. ``statuses``, a Counter,
-    counts every answer's status."""
+    counts every answer's status. ``going``, instead of ``seconds``, is asked before
+    every request whether to go on."""
     host, port = base.removeprefix("http://").split(":")
-    deadline = time.monotonic() + seconds
+    if going is None:
+        deadline = time.monotonic() + seconds
+
+        def going():
+            return time.monotonic() < deadline
+
     latencies, unexpected, connection_errors = [], Counter(), Counter()
     lock = threading.Lock()
 
@@ -370,7 +346,7 @@ def timed_clients(base, next_request, clients, seconds, think=0.0, statuses=None
         rng = random.Random(1000 + index)
         connection = http.client.HTTPConnection(host, int(port), timeout=60)
         mine = []
-        while time.monotonic() < deadline:
+        while going():
             method, path, headers, expected = next_request(rng)
             started = time.perf_counter()
             try:
