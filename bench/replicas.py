@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark import start_demoserv  # noqa: E402
 from generate import generate  # noqa: E402
-from load import flask_load, request_mix, run_clients, stop  # noqa: E402
+from load import _latency, flask_load, request_mix, run_clients, stop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,12 +80,8 @@ def measure(starter, env, work, mix, clients, seconds):
         elapsed = time.monotonic() - started
     finally:
         stop(process)
-    latencies.sort()
     return {
-        "requests": len(latencies),
-        "requests_per_second": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(statistics.median(latencies) * 1000, 1),
-        "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 1),
+        **_latency(latencies, elapsed),
         "unexpected_statuses": sum(unexpected.values()),
         "connection_errors": sum(errors.values()),
     }
@@ -125,7 +120,7 @@ def main():
         results[name] = measure(starter, env, work, mix, args.clients, args.seconds)
         row = results[name]
         print(
-            f"{name:<38} {row['requests_per_second']:>8} requests/s  p50 {row['p50_ms']} ms  "
+            f"{name:<38} {row['requests_per_second']:>8} requests/s  p50 {row['median_ms']} ms  "
             f"p99 {row['p99_ms']} ms  unexpected {row['unexpected_statuses']}  "
             f"errors {row['connection_errors']}",
             flush=True,
