@@ -37,7 +37,10 @@ import unicodedata
 from pathlib import Path
 
 DEFAULT_SAMPLE = os.environ.get(
-    "DEMOSERV_UPSTREAM_SAMPLE", "/work/shared/upstream/demozoo-export-sample.sql.gz"
+    "DEMOSERV_UPSTREAM_SAMPLE",
+    str(
+        Path(__file__).resolve().parent.parent / "tests/data/upstream/demozoo-export-sample.sql.gz"
+    ),
 )
 FULL_SIZE = 375_000
 NULL = "\\N"

@@ -1,4 +1,4 @@
-"""The upstream's own answers: importing the sample export (../shared/upstream/) gives,
+"""The upstream's own answers: importing the sample export (tests/data/upstream/) gives,
 for every request the upstream answered, the same JSON — apart from what README lists
 under "Differences from the upstream": orders the upstream leaves to its database
 (ties), its duplicate rows in two filters, and its error wording."""
@@ -15,13 +15,11 @@ import pytest
 from demoserv.catalogue import CatalogueError, load_catalogue
 from demoserv.shared import sortable_title
 
-UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
+# The upstream's sample export and its API's answers for it (tests/data/upstream/README.md).
+UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
 SAMPLE = UPSTREAM / "demozoo-export-sample.sql.gz"
 ANSWERS = UPSTREAM / "answers.tar.gz"
 
-pytestmark = pytest.mark.skipif(
-    not SAMPLE.exists() or not ANSWERS.exists(), reason=f"no upstream sample at {UPSTREAM}"
-)
 # The upstream lists a production once per matching credit or placing (no DISTINCT).
 DUPLICATING_FILTERS = ("author=", "competition_placing_min=")
 # Keys of the orders whose ties the upstream leaves to its database.

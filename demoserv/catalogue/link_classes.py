@@ -1,5 +1,5 @@
 """How the upstream turns a stored link (a class name and a parameter) into its URL, as
-the upstream's own link classes do (../shared/upstream/LINK_CLASSES.md): most classes
+the upstream's own link classes do (tests/data/upstream/LINK_CLASSES.md): most classes
 put the parameter into a format; a few build the URL by their own rule."""
 
 from urllib.parse import quote
