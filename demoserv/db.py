@@ -81,7 +81,7 @@ def read_only_engine(path):
     )
 
 
-def _expected_columns():
+def expected_columns():
     """{table: {column, ...}} of the schema this server reads."""
     return {
         table.name: {column.name for column in table.columns}
@@ -132,7 +132,7 @@ class Database:
         self._current = None
         self._failure = None  # (file id or error kind, detail) of the last unusable file
         self._lock = threading.Lock()
-        self._expected = _expected_columns()
+        self._expected = expected_columns()
 
     def current(self):
         """The catalogue the path names now, opened once per file."""

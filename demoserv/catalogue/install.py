@@ -237,34 +237,31 @@ def building(target, *, wait=False):
 # Switching files.
 
 
-def served_counts(path):
-    """Record counts of the catalogue file at ``path``; {} if it is absent or unusable."""
+def _read(path, statement, answer, default):
+    """``answer`` of ``statement``'s cursor on the catalogue file at ``path``, opened
+    read-only; ``default`` if the file is absent or unusable."""
     uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
     try:
         connection = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:
-        return {}
+        return default
     try:
-        return dict(connection.execute("SELECT resource, count FROM record_counts"))
+        return answer(connection.execute(statement))
     except sqlite3.Error:
-        return {}
+        return default
     finally:
         connection.close()
+
+
+def served_counts(path):
+    """Record counts of the catalogue file at ``path``; {} if it is absent or unusable."""
+    return _read(path, "SELECT resource, count FROM record_counts", dict, {})
 
 
 def _version_and_time(path):
     """(version, loaded_at) of the catalogue file at ``path``; None if it has none."""
-    uri = f"file:{quote(str(path))}?mode=ro"
-    try:
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error:
-        return None
-    try:
-        return connection.execute("SELECT version, loaded_at FROM catalogue_info").fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
+    query = "SELECT version, loaded_at FROM catalogue_info"
+    return _read(path, query, lambda cursor: cursor.fetchone(), None)
 
 
 def _keep_time_of_same_records(build, target):

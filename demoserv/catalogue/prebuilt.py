@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import tables
-from ..db import schema_mismatch
+from ..db import expected_columns, schema_mismatch
 from . import install
 from .load import CatalogueError
 
@@ -120,12 +120,8 @@ def _check_contents(connection, refuse):
     problems = [row[0] for row in connection.execute("PRAGMA integrity_check")]
     if problems != ["ok"]:
         raise refuse(f"damaged: {problems[0]}")
-    expected = {
-        table.name: {column.name for column in table.columns}
-        for table in tables.metadata.sorted_tables
-    }
     try:
-        mismatch = schema_mismatch(_Driver(connection), expected)
+        mismatch = schema_mismatch(_Driver(connection), expected_columns())
     except ValueError:
         raise refuse("an SQLite database without tables, not a catalogue") from None
     names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
