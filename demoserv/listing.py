@@ -191,8 +191,7 @@ class Listings:
 
     def __init__(self):
         self._columns = {}
-        self._probation = OrderedDict()
-        self._protected = OrderedDict()
+        self._segments = {"probation": OrderedDict(), "protected": OrderedDict()}
         self._bytes = {"probation": 0, "protected": 0}
         self._lock = threading.Lock()
 
@@ -205,35 +204,42 @@ class Listings:
                     found = self._columns[resource.name] = Columns(connection, resource)
         return found
 
+    def _put(self, segment, key, ids):
+        self._segments[segment][key] = ids
+        self._bytes[segment] += _size(ids)
+
+    def _take(self, segment, key=None):
+        """Remove ``key`` (by default the least recently used) from ``segment``."""
+        entries = self._segments[segment]
+        key, ids = (key, entries.pop(key)) if key is not None else entries.popitem(last=False)
+        self._bytes[segment] -= _size(ids)
+        return key, ids
+
+    def _find(self, key):
+        return self._segments["protected"].get(key, self._segments["probation"].get(key))
+
     def _kept(self, key):
         """The listing kept under ``key`` (None if none), counting this use."""
         with self._lock:
-            found = self._protected.get(key)
-            if found is not None:
-                self._protected.move_to_end(key)
-                return found
-            found = self._probation.pop(key, None)
-            if found is not None:  # asked for again: protected
-                size = _size(found)
-                self._bytes["probation"] -= size
-                self._protected[key] = found
-                self._bytes["protected"] += size
-                while self._bytes["protected"] > CACHE_BYTES * PROTECTED_SHARE:
-                    old, demoted = self._protected.popitem(last=False)
-                    self._bytes["protected"] -= _size(demoted)
-                    self._probation[old] = demoted
-                    self._bytes["probation"] += _size(demoted)
-                self._evict()
+            protected, probation = self._segments["protected"], self._segments["probation"]
+            if key in protected:
+                protected.move_to_end(key)
+                return protected[key]
+            if key not in probation:
+                return None
+            _, found = self._take("probation", key)
+            self._put("protected", key, found)  # asked for again
+            while self._bytes["protected"] > CACHE_BYTES * PROTECTED_SHARE:
+                self._put("probation", *self._take("protected"))
+            self._evict()
             return found
 
     def _evict(self):
         """Within the budget: listings on probation go first (but the newest), then the
         protected ones, least recently used first."""
         for segment, keep in (("probation", 1), ("protected", 0)):
-            entries = getattr(self, f"_{segment}")
-            while self.kept_bytes > CACHE_BYTES and len(entries) > keep:
-                _, dropped = entries.popitem(last=False)
-                self._bytes[segment] -= _size(dropped)
+            while self.kept_bytes > CACHE_BYTES and len(self._segments[segment]) > keep:
+                self._take(segment)
 
     def ids(self, connection, resource, ordering, conditions):
         """The ids of the listing, in order (a numpy array)."""
@@ -243,9 +249,7 @@ class Listings:
             return found
         with TURNS:
             with self._lock:  # found by another request while this one waited?
-                found = self._protected.get(key)
-                if found is None:
-                    found = self._probation.get(key)
+                found = self._find(key)
             if found is not None:
                 return found
             columns = self.columns(connection, resource)
@@ -255,9 +259,8 @@ class Listings:
                 mask = part if mask is None else mask & part
             found = columns.ids[columns.order(ordering, mask)]
         with self._lock:
-            if key not in self._probation and key not in self._protected:
-                self._probation[key] = found
-                self._bytes["probation"] += _size(found)
+            if self._find(key) is None:
+                self._put("probation", key, found)
                 self._evict()
         return found
 
@@ -265,7 +268,7 @@ class Listings:
     def kept(self):
         """Keys kept: on probation, then protected, each least recently used first."""
         with self._lock:
-            return list(self._probation) + list(self._protected)
+            return [key for entries in self._segments.values() for key in entries]
 
     @property
     def kept_bytes(self):
