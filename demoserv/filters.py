@@ -292,10 +292,6 @@ class LinkedTo(Filter):
         }
         return tuple(sorted(ids)) or None
 
-    def condition(self, table, value):
-        linked = select(self.link.c[self.owner]).where(self.link.c[self.column].in_(value))
-        return table.c.id.in_(linked)
-
     def matching(self, table, value):
         # The link table's owners (on its index), not a join with the records: an id
         # of no record is ignored by the mask.
@@ -308,9 +304,6 @@ class LinkUrl(Filter):
 
     link: object = None
     owner: str = ""
-
-    def condition(self, table, value):
-        return table.c.id.in_(select(self.link.c[self.owner]).where(self.link.c.url == value))
 
     def matching(self, table, value):
         return self.link.c[self.owner], self.link.c.url == value
