@@ -3,9 +3,11 @@
 
 Records are built once, at load, with markers in place of what depends on the request
 or the configuration: ``\\x00A`` the API root, ``\\x00F`` the ``?format=`` suffix,
-``\\x00S`` the site URL. ``resolve`` puts each request's values in their place, and
-renames the page-address field when ``SERVICE_URL_FIELD`` asks for the upstream's name.
-A catalogue never holds a NUL character in its text, so a marker cannot be data.
+``\\x00S`` the site URL. A catalogue never holds a NUL character in its text, so a
+marker cannot be data. Records are stored as templates in which each marker, and the
+name of the page-address field, is a key of bytes %-formatting (``shared.to_template``);
+``resolver`` puts each request's values, and the field name that ``SERVICE_URL_FIELD``
+asks for, in their place in one pass.
 """
 
 from contextvars import ContextVar
@@ -65,20 +67,17 @@ def _escaped(text):
 
 
 def resolver(style, service_url_field="service_url"):
-    """A function that turns record JSON built with MARKERS into ``style``'s JSON."""
-    replacements = [
-        (b"\\u0000A", _escaped(style.api_root)),
-        (b"\\u0000F", _escaped(style.suffix)),
-        (b"\\u0000S", _escaped(style.site)),
-    ]
-    if service_url_field != "service_url":
-        # Only a key can be followed by '":' unescaped, so no value is touched.
-        replacements.append((b'"service_url":', b'"' + service_url_field.encode() + b'":'))
+    """A function that turns stored record templates (a record as built with MARKERS:
+    ``shared.to_template``), or several joined, into ``style``'s JSON."""
+    values = {
+        b"A": _escaped(style.api_root),
+        b"F": _escaped(style.suffix),
+        b"S": _escaped(style.site),
+        b"N": _escaped(service_url_field),
+    }
 
     def resolve(body):
-        for marker, value in replacements:
-            body = body.replace(marker, value)
-        return body
+        return body % values
 
     return resolve
 

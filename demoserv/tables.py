@@ -25,8 +25,9 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
-# Bumped whenever a table or column changes: the server refuses files of another schema.
-SCHEMA_VERSION = 5
+# Bumped whenever a table, a column or the stored form of records changes: the server
+# refuses files of another schema.
+SCHEMA_VERSION = 6
 
 
 def _rank(name):

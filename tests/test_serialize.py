@@ -158,3 +158,36 @@ def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
         "many": [{"kept": True}, {"id": 2, "name": "y"}],
         "other": {"id": 1},
     }
+
+
+def test_stored_templates_keep_text_that_looks_like_their_keys():
+    """Records are stored as %-templates: text holding %, a template key or the field
+    name comes back as it was, and only the markers and the field's key change."""
+    from demoserv.shared import RecordCodec
+
+    text = 'a 100% demo: %(A)b %%(N)b %s \\u0000A "service_url": %'
+    with_markers = links.LinkStyle("\x00A", "\x00F", "\x00S")
+    token = links.use_style(with_markers)
+    try:
+        record = {
+            "url": links.api_url("productions", 7),
+            "title": text,
+            "service_url": links.site_url("/productions/7/"),
+            "nested": [{"service_url": links.site_url("/parties/1/"), "name": text}],
+        }
+    finally:
+        links.reset_style(token)
+    built = orjson.dumps(record)
+    codec = RecordCodec.trained([built] * 3, 1024)
+    stored = codec.compress(built)
+    assert codec.marked(stored) == built
+    style = links.LinkStyle("http://h/api/v1/", "?format=json", "https://site")
+    resolved = links.resolver(style, "demozoo_url")(b"[" + codec.expand(stored) + b"]")
+    assert orjson.loads(resolved) == [
+        {
+            "url": "http://h/api/v1/productions/7/?format=json",
+            "title": text,
+            "demozoo_url": "https://site/productions/7/",
+            "nested": [{"demozoo_url": "https://site/parties/1/", "name": text}],
+        }
+    ]

@@ -238,7 +238,7 @@ class ReadModels:
             if len(kept) + len(missing) > KEPT_RECORDS:
                 kept.clear()
                 missing = ids
-            expand = self._codec(resource, "list").expand
+            expand = self._codec(resource, "list").marked
             loads = orjson.loads
             table = BY_NAME[resource].table.name
             schema = type(BY_NAME[resource].schema)

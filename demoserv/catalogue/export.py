@@ -140,7 +140,7 @@ def _records(connection, resource):
         if not rows:
             return
         for record_id, doc, *values in rows:
-            record = orjson.loads(codec.expand(doc))
+            record = orjson.loads(codec.marked(doc))
             for column, value in zip(hidden, values):
                 if value is not None:
                     record[str(column.name)] = value
