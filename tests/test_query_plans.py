@@ -104,3 +104,33 @@ def test_no_listing_query_scans_a_table(app, client):
                 assert not any(
                     d.startswith("SCAN") or ("TEMP B-TREE" in d and not sorts) for d in details
                 ), (statement, details)
+
+
+def test_pages_in_a_covered_order_read_only_the_rank_index(app, client):
+    """Where a rank's index holds the records (tables.COVERED_RANKS), a page in that
+    key's order reads that index alone, never the table."""
+    from demoserv.tables import COVERED_RANKS
+
+    engine = get_database().current().engine
+    checked = 0
+    for resource, ranks in COVERED_RANKS.items():
+        for rank in ranks:
+            key = rank.removeprefix("rank_")
+            stop = catch_statements(engine)
+            try:
+                for sign in ("", "-"):
+                    assert (
+                        client.get(f"/api/v1/{resource}/?ordering={sign}{key}").status_code == 200
+                    )
+            finally:
+                statements = stop()
+            with engine.connect() as connection:
+                for statement, parameters in statements:
+                    plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+                    details = [row[-1] for row in plan.all()]
+                    assert details == [
+                        f"SEARCH {resource} USING COVERING INDEX {resource}_by_{rank} "
+                        f"({rank}>? AND {rank}<?)"
+                    ], (statement, details)
+                    checked += 1
+    assert checked >= 4

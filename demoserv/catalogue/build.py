@@ -96,11 +96,16 @@ class Builder:
         for name in LOAD_ORDER:
             self._rank(BY_NAME[name])
         progress.stage("indexing")
+        # Indexes that hold records (tables.COVERED_RANKS) follow the records.
+        covering = [i for i in tables.INDEXES if any(c.name == "doc" for c in i.columns)]
         for index in tables.INDEXES:
-            index.create(self.connection)
+            if index not in covering:
+                index.create(self.connection)
         progress.stage("building records")
         read_models = ReadModels(self.connection)
         read_models.build()
+        for index in covering:
+            index.create(self.connection)
         for table in SCRATCH_TABLES:  # empty, in the new file; main's from now on
             self.connection.execute(CreateTable(table))
         # Each of SQLite's sorts may take as much memory as the page cache: the listing
