@@ -20,6 +20,7 @@ wait, another is answered at once with 503 and ``Retry-After`` (``Busy``). Pages
 listings already found never wait.
 """
 
+import functools
 import threading
 from collections import OrderedDict
 
@@ -80,7 +81,10 @@ def _dense_rank(column):
 
 
 def build_columns(connection, resource):
-    """The arrays ``Columns`` reads, as {name: numpy array}, from the record table."""
+    """The arrays ``Columns`` reads, as (name, numpy array), from the record table, one at
+    a time: each is read by its own query and made at its full length, a chunk of rows
+    at a time, so memory holds one array (a few bytes a record) and one chunk of rows,
+    whatever the number of arrays."""
     table = resource.table
     selected = [table.c.id.label("id")]
     for name, key in resource.sort_keys.items():
@@ -88,37 +92,30 @@ def build_columns(connection, resource):
         selected.append(_dense_rank(key.column).label(f"group:{name}"))
     for column in dict.fromkeys(f.column for f in resource.filters if f.array is not None):
         selected.append(table.c[column].label(f"filter:{column}"))  # one array a column
-    query = select(*selected).order_by(table.c.id)
-    names = [column.name for column in selected]
-    encoders = []
-    for name in names:
-        if name.startswith("filter:"):
-            item = next(f for f in resource.filters if f"filter:{f.column}" == name)
-            encoders.append(item.array)
-        elif name == "id":
-            encoders.append(lambda values: np.array(values, dtype=np.int64))
-        else:
-            encoders.append(lambda values: np.array(values, dtype=np.int32))
-    # Each array made at its full length and filled a chunk at a time: memory holds the
-    # arrays (tens of bytes a record) and one chunk of rows, and no copy of either.
     count = connection.execute(select(func.count()).select_from(table)).scalar_one()
-    arrays = {name: encode([]) for name, encode in zip(names, encoders)}
-    filled = 0
-    result = connection.execute(query)
-    while rows := result.fetchmany(CHUNK):
-        for index, (name, encode) in enumerate(zip(names, encoders)):
-            part = encode([row[index] for row in rows])
+    for column in selected:
+        name = column.name
+        if name.startswith("filter:"):
+            encode = next(f for f in resource.filters if f"filter:{f.column}" == name).array
+        elif name == "id":
+            encode = functools.partial(np.array, dtype=np.int64)
+        else:
+            encode = functools.partial(np.array, dtype=np.int32)
+        array = encode([])
+        filled = 0
+        result = connection.execute(select(column).order_by(table.c.id))
+        while rows := result.fetchmany(CHUNK):
+            part = encode([row[0] for row in rows])
             if filled == 0:
-                arrays[name] = np.empty(count, dtype=part.dtype)
-            arrays[name][filled : filled + len(part)] = part
-        filled += len(rows)
-    return arrays
+                array = np.empty(count, dtype=part.dtype)
+            array[filled : filled + len(part)] = part
+            filled += len(rows)
+        yield name, array
 
 
 def store_columns(connection, resource, arrays):
-    """Store ``arrays``, emptying it: one array's bytes are copied at a time."""
-    while arrays:
-        name, array = arrays.popitem()
+    """Store the (name, array) pairs ``arrays``: one array's bytes are copied at a time."""
+    for name, array in arrays:
         connection.execute(
             tables.listing_columns.insert(),
             {
@@ -128,6 +125,7 @@ def store_columns(connection, resource, arrays):
                 "data": array.tobytes(),
             },
         )
+        del array
 
 
 class Columns:
