@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from demoserv.catalogue import CatalogueError, load_catalogue
+from demoserv.catalogue.build import Builder
 from demoserv.catalogue.install import InstallError, building, install, previous_path
 
 from . import catalogue_factory
@@ -221,8 +222,11 @@ def test_a_load_that_would_empty_a_resource_stops(tmp_path, two_catalogues, make
     partial = tmp_path / "partial"
     partial.mkdir()
     shutil.copy(small / "releasers.jsonl", partial)
-    result = runner.invoke(args=["load", str(partial)])
-    assert result.exit_code == 1
+    finished = []
+    with pytest.MonkeyPatch.context() as patch:  # refused as soon as the files are read
+        patch.setattr(Builder, "finish", lambda *args: finished.append(args))
+        result = runner.invoke(args=["load", str(partial)])
+    assert result.exit_code == 1 and finished == []
     message = result.output.strip()
     assert message.startswith(f"{database}: the new catalogue has no party_series (served: ")
     for name in ("parties", "bbses", "productions", "platforms", "production_types"):

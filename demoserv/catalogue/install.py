@@ -323,13 +323,10 @@ def _keep_previous(target):
     os.replace(scratch, previous_path(target))
 
 
-def install(build_path, target, counts, *, allow_empty=False):
-    """Put the finished file ``build_path`` in place as ``target``: refuse if it would
-    leave empty a resource that the served catalogue has (unless ``allow_empty``);
-    give it the owner and mode of the file it replaces; fsync it; keep the served file
-    as ``target.previous``; rename; fsync the folder. Returns the served catalogue's
-    counts before the switch ({} if there was none)."""
-    build_path, target = Path(build_path), Path(target)
+def refuse_to_empty(target, counts, *, allow_empty=False):
+    """InstallError if a catalogue of ``counts`` would leave empty a resource that the
+    catalogue served at ``target`` has (unless ``allow_empty``). Returns the served
+    catalogue's counts ({} if there is none)."""
     before = served_counts(target)
     emptied = [name for name, count in before.items() if count and not counts.get(name)]
     if emptied and not allow_empty:
@@ -338,6 +335,17 @@ def install(build_path, target, counts, *, allow_empty=False):
             f"{target}: the new catalogue has no {lost}; nothing was replaced "
             "(load with --allow-empty to empty them on purpose)"
         )
+    return before
+
+
+def install(build_path, target, counts, *, allow_empty=False):
+    """Put the finished file ``build_path`` in place as ``target``: refuse if it would
+    leave empty a resource that the served catalogue has (unless ``allow_empty``);
+    give it the owner and mode of the file it replaces; fsync it; keep the served file
+    as ``target.previous``; rename; fsync the folder. Returns the served catalogue's
+    counts before the switch ({} if there was none)."""
+    build_path, target = Path(build_path), Path(target)
+    before = refuse_to_empty(target, counts, allow_empty=allow_empty)
     try:
         _keep_time_of_same_records(build_path, target)
         _take_owner_and_mode(build_path, target)
