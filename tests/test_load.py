@@ -212,6 +212,8 @@ def test_summaries_contradicting_each_other(served):
 
 
 FC = {"id": 10, "name": "Future Crew", "is_group": True}
+MEMBER = {"id": 11, "name": "Purple Motion", "is_group": False}
+P2 = dict(PRODUCTION, id=2, release_parties=[5])
 SERIES = {"id": 3, "name": "Assembly", "website": ""}
 
 
@@ -260,6 +262,50 @@ SERIES = {"id": 3, "name": "Assembly", "website": ""}
         (
             {"releasers": [FC, FC]},
             "releasers.jsonl:2: id: duplicate id 10 (first on line 1)",
+        ),
+        # Relations given on both sides must agree.
+        (
+            {
+                "releasers": [
+                    dict(MEMBER, member_of=[{"group": 10, "is_current": True}]),
+                    dict(FC, members=[{"member": 11, "is_current": False}]),
+                ]
+            },
+            'releasers.jsonl:2: members: {"is_current":false} for (11, 10) contradicts '
+            'releasers.jsonl:1, which has {"is_current":true}',
+        ),
+        (
+            {
+                "releasers": [
+                    dict(MEMBER, member_of=[{"group": 10, "is_current": True}]),
+                    dict(FC, members=[]),
+                ]
+            },
+            "releasers.jsonl:1: member_of: gives group 10 and member 11, but "
+            "releasers.jsonl:2 does not list it in members",
+        ),
+        (
+            {
+                "releasers": [
+                    dict(MEMBER, member_of=[]),
+                    dict(FC, subgroups=[{"subgroup": 11, "is_current": True}]),
+                ]
+            },
+            "releasers.jsonl:2: members: gives member 11 and group 10, but "
+            "releasers.jsonl:1 does not list it in member_of",
+        ),
+        (
+            {"parties": [dict(PARTY, releases=[1])], "productions": [PRODUCTION, P2]},
+            "productions.jsonl:2: release_parties: gives party 5 and production 2, but "
+            "parties.jsonl:1 does not list it in releases",
+        ),
+        (
+            {
+                "parties": [dict(PARTY, invitations=[])],
+                "productions": [dict(PRODUCTION, invitation_parties=[5])],
+            },
+            "productions.jsonl:1: invitation_parties: gives party 5 and production 1, but "
+            "parties.jsonl:1 does not list it in invitations",
         ),
     ],
 )

@@ -8,6 +8,7 @@ sides must agree, and a side not given is derived from the other (the upstream's
 where it has one, else the order in which the files gave the relation).
 """
 
+import itertools
 import json
 import os
 import re
@@ -74,6 +75,8 @@ def load_catalogue(source, database, progress=None, *, wait=False, allow_empty=F
         builder = Builder(building)
         try:
             counts, features = fill(builder)
+            # Known once the files are read: stop before the long work of finishing.
+            install.refuse_to_empty(target, counts, allow_empty=allow_empty)
             builder.finish(counts, features, progress)
         finally:
             builder.close()
@@ -291,52 +294,113 @@ def _json(value):
 
 class _Pairs:
     """One relation shown from two sides (``left`` owns the pair in an export): what
-    each side gave, in order, checked for agreement at the end."""
+    each side gave, in order, kept in the scratch file (``_Scratch.give``) and checked
+    there for agreement once every file is read."""
 
-    def __init__(self, left, right):
+    def __init__(self, scratch, left, right):
+        self.scratch = scratch
         self.names = (left, right)
-        self.given = ({}, {})  # per side: owner id -> (where, [(other id, values)])
+        self.relation = scratch.new_relation()
 
     def give(self, side, owner, where, items):
-        self.given[side][owner] = (where, items)
+        """``owner`` (a record on ``side``, 0 or 1, read at ``where``) gives the pairs
+        ``items``: [(other id, values)], in its order."""
+        self.scratch.give(self.relation, side, owner, where, items)
 
     def resolve(self, field_names, derive_order):
-        """[(left id, right id, values, left position, right position)], raising
-        CatalogueError where the sides disagree. ``derive_order(side, owner, others)``
-        orders a side that was not given."""
-        pairs = {}  # (left, right) -> [values, left position, right position, where]
-        for side in (0, 1):
-            for owner, (where, items) in self.given[side].items():
-                for position, (other, values) in enumerate(items):
-                    key = (owner, other) if side == 0 else (other, owner)
-                    entry = pairs.get(key)
-                    if entry is None:
-                        entry = pairs[key] = [values, None, None, where]
-                    elif entry[0] != values:
-                        raise CatalogueError(
-                            f"{where}: {field_names[side]}: {_json(values)} for {key} "
-                            f"contradicts {entry[3]}, which has {_json(entry[0])}"
-                        )
-                    entry[1 + side] = position
-        for key, (values, left_position, right_position, where) in pairs.items():
-            for side, position in ((0, left_position), (1, right_position)):
-                owner = key[side]
-                if position is None and owner in self.given[side]:
-                    other_where = self.given[side][owner][0]
-                    raise CatalogueError(
-                        f"{where}: {field_names[1 - side]}: gives {self.names[side]} {owner} "
-                        f"and {self.names[1 - side]} {key[1 - side]}, but {other_where} does "
-                        f"not list it in {field_names[side]}"
-                    )
-        for side in (0, 1):
-            by_owner = {}
-            for key, entry in pairs.items():
-                if entry[1 + side] is None:
-                    by_owner.setdefault(key[side], []).append(key)
-            for owner, keys in by_owner.items():
-                for position, key in enumerate(derive_order(side, owner, keys)):
-                    pairs[key][1 + side] = position
-        return [(key[0], key[1], entry[0], entry[1], entry[2]) for key, entry in pairs.items()]
+        """Each pair as (left id, right id, values, left position, right position),
+        raising CatalogueError where the sides disagree. ``derive_order(side, owner,
+        keys)`` orders the pairs ``keys`` ((left id, right id)) of a side not given."""
+        scratch, relation = self.scratch, self.relation
+        scratch.pairs_indexed()
+        # The first time each pair was given (left side first, then in the files' order).
+        scratch.query(
+            "INSERT INTO scratch.load_pair_keys SELECT relation, left_id, right_id, side, "
+            "seq, value FROM (SELECT *, row_number() OVER (PARTITION BY left_id, right_id "
+            "ORDER BY side, seq) AS n FROM scratch.load_pairs WHERE relation = ?) WHERE n = 1",
+            (relation,),
+        )
+        owner = "CASE {0}.side WHEN 0 THEN {0}.left_id ELSE {0}.right_id END"
+        place = (
+            "(SELECT place FROM scratch.load_pair_owners AS o WHERE o.relation = {0}.relation "
+            f"AND o.side = {{0}}.side AND o.owner = {owner})"
+        )
+        contradiction = scratch.query(
+            f"SELECT later.side, later.left_id, later.right_id, later.value, first.value, "
+            f"{place.format('later')}, {place.format('first')} "
+            "FROM scratch.load_pairs AS later JOIN scratch.load_pair_keys AS first "
+            "ON first.relation = later.relation AND first.left_id = later.left_id "
+            "AND first.right_id = later.right_id "
+            "WHERE later.relation = ? AND later.value != first.value "
+            "ORDER BY later.side, later.seq LIMIT 1",
+            (relation,),
+        ).fetchone()
+        if contradiction is not None:
+            side, left, right, value, first_value, where, first_where = contradiction
+            raise CatalogueError(
+                f"{where}: {field_names[side]}: {value} for {(left, right)} contradicts "
+                f"{first_where}, which has {first_value}"
+            )
+        # A pair that one side gives and the other, given, does not list.
+        unlisted = " UNION ALL ".join(
+            f"SELECT k.side AS first_side, k.seq AS first_seq, {side} AS side, k.left_id, "
+            f"k.right_id, {place.format('k')} AS first_place, o.place "
+            "FROM scratch.load_pair_keys AS k JOIN scratch.load_pair_owners AS o "
+            f"ON o.relation = k.relation AND o.side = {side} AND o.owner = k.{column} "
+            "WHERE k.relation = :relation AND NOT EXISTS (SELECT 1 FROM scratch.load_pairs "
+            "AS p WHERE p.relation = k.relation AND p.left_id = k.left_id "
+            f"AND p.right_id = k.right_id AND p.side = {side})"
+            for side, column in ((0, "left_id"), (1, "right_id"))
+        )
+        missing = scratch.query(
+            f"SELECT side, left_id, right_id, first_place, place FROM ({unlisted}) "
+            "ORDER BY first_side, first_seq, side LIMIT 1",
+            {"relation": relation},
+        ).fetchone()
+        if missing is not None:
+            side, left, right, where, other_where = missing
+            key = (left, right)
+            raise CatalogueError(
+                f"{where}: {field_names[1 - side]}: gives {self.names[side]} {key[side]} "
+                f"and {self.names[1 - side]} {key[1 - side]}, but {other_where} does not "
+                f"list it in {field_names[side]}"
+            )
+        # Each side's position: where it was given (its last mention), else derived.
+        scratch.query(
+            "INSERT INTO scratch.load_pair_positions SELECT relation, left_id, right_id, side, "
+            "position FROM (SELECT *, row_number() OVER (PARTITION BY left_id, right_id, side "
+            "ORDER BY seq DESC) AS n FROM scratch.load_pairs WHERE relation = ?) WHERE n = 1",
+            (relation,),
+        )
+        for side, column in ((0, "left_id"), (1, "right_id")):
+            rows = scratch.query(
+                "SELECT k.left_id, k.right_id FROM scratch.load_pair_keys AS k "
+                "WHERE k.relation = ? AND NOT EXISTS (SELECT 1 FROM scratch.load_pair_positions "
+                "AS p WHERE p.relation = k.relation AND p.left_id = k.left_id "
+                f"AND p.right_id = k.right_id AND p.side = {side}) ORDER BY k.{column}",
+                (relation,),
+            )
+            derived = []
+            for owner_id, keys in itertools.groupby(rows, key=lambda row: row[side]):
+                ordered = derive_order(side, owner_id, [tuple(key) for key in keys])
+                derived += [(relation, *key, side, index) for index, key in enumerate(ordered)]
+                if len(derived) >= scratch.BATCH:
+                    scratch.derived(derived)
+            scratch.derived(derived)
+        position = (
+            "coalesce((SELECT position FROM scratch.load_pair_positions AS p WHERE "
+            "p.relation = k.relation AND p.left_id = k.left_id AND p.right_id = k.right_id "
+            "AND p.side = {0}), (SELECT position FROM scratch.load_pair_derived AS d WHERE "
+            "d.relation = k.relation AND d.left_id = k.left_id AND d.right_id = k.right_id "
+            "AND d.side = {0}))"
+        )
+        rows = scratch.query(
+            f"SELECT k.left_id, k.right_id, k.value, {position.format(0)}, {position.format(1)} "
+            "FROM scratch.load_pair_keys AS k WHERE k.relation = ?",
+            (relation,),
+        )
+        for left, right, value, left_position, right_position in rows:
+            yield left, right, orjson.loads(value), left_position, right_position
 
 
 # Resources by number, as the scratch tables store them.
@@ -369,6 +433,27 @@ class _Scratch:
             """CREATE TABLE scratch.load_nicks (
                 seq INTEGER PRIMARY KEY, releaser_id INTEGER NOT NULL, name TEXT NOT NULL,
                 abbreviation TEXT NOT NULL, place TEXT NOT NULL, field TEXT NOT NULL)""",
+            # Relations given from both sides (_Pairs): who gave a side, and each pair
+            # given, in the files' order (value: its values as JSON, keys sorted).
+            """CREATE TABLE scratch.load_pair_owners (
+                relation INTEGER NOT NULL, side INTEGER NOT NULL, owner INTEGER NOT NULL,
+                place TEXT NOT NULL, PRIMARY KEY (relation, side, owner)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_pairs (
+                seq INTEGER PRIMARY KEY, relation INTEGER NOT NULL, side INTEGER NOT NULL,
+                left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
+                position INTEGER NOT NULL, value TEXT NOT NULL)""",
+            """CREATE TABLE scratch.load_pair_keys (
+                relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
+                side INTEGER NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
+                PRIMARY KEY (relation, left_id, right_id)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_pair_positions (
+                relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
+                side INTEGER NOT NULL, position INTEGER NOT NULL,
+                PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_pair_derived (
+                relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
+                side INTEGER NOT NULL, position INTEGER NOT NULL,
+                PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
         ):
             self.raw.execute(statement)
         self.pending = {
@@ -376,9 +461,14 @@ class _Scratch:
             "VALUES (?, ?, ?, ?)": [],
             "INSERT INTO scratch.load_nicks (releaser_id, name, abbreviation, place, field) "
             "VALUES (?, ?, ?, ?, ?)": [],
+            "INSERT INTO scratch.load_pair_owners VALUES (?, ?, ?, ?)": [],
+            "INSERT INTO scratch.load_pairs (relation, side, left_id, right_id, position, "
+            "value) VALUES (?, ?, ?, ?, ?, ?)": [],
         }
-        self.references, self.nicks = self.pending.values()
+        self.references, self.nicks, self.pair_owners, self.pairs = self.pending.values()
         self.cache = {}  # (resource, id) -> (place, {summary field: value})
+        self.relations = 0
+        self._pairs_indexed = False
 
     def add(
         self, resource, record_id, place, record=None, *, from_summary=False, given_nicks=False
@@ -446,6 +536,39 @@ class _Scratch:
         if len(self.nicks) >= self.BATCH:
             self.flush()
 
+    def new_relation(self):
+        """A number for a new relation in the pair tables."""
+        self.relations += 1
+        return self.relations
+
+    def give(self, relation, side, owner, place, items):
+        """Remember that ``owner`` gave its side of ``relation`` as ``items``."""
+        self.pair_owners.append((relation, side, owner, place))
+        for position, (other, values) in enumerate(items):
+            left, right = (owner, other) if side == 0 else (other, owner)
+            value = orjson.dumps(values, option=orjson.OPT_SORT_KEYS).decode()
+            self.pairs.append((relation, side, left, right, position, value))
+        if len(self.pairs) >= self.BATCH or len(self.pair_owners) >= self.BATCH:
+            self.flush()
+
+    def pairs_indexed(self):
+        """Index the pairs given, once all are."""
+        if not self._pairs_indexed:
+            self.query(
+                "CREATE INDEX scratch.load_pairs_by_key "
+                "ON load_pairs (relation, left_id, right_id, side, seq)"
+            )
+            self._pairs_indexed = True
+
+    def derived(self, rows):
+        """Store derived positions (relation, left, right, side, position), emptying
+        ``rows``."""
+        if rows:
+            self.raw.executemany(
+                "INSERT INTO scratch.load_pair_derived VALUES (?, ?, ?, ?, ?)", rows
+            )
+            rows.clear()
+
     def flush(self):
         for statement, rows in self.pending.items():
             if rows:
@@ -495,9 +618,9 @@ class _Loader:
         # Every record's id and place, the references and the nicks: checked at the end.
         self.scratch = _Scratch(builder)
         self.features = set()
-        self.memberships = _Pairs("member", "group")
-        self.releases = _Pairs("party", "production")
-        self.invitations = _Pairs("party", "production")
+        self.memberships = _Pairs(self.scratch, "member", "group")
+        self.releases = _Pairs(self.scratch, "party", "production")
+        self.invitations = _Pairs(self.scratch, "party", "production")
         self.series_parties = {}  # series id -> (where, [party ids])
         self.party_series = {}  # party id -> series id, as the parties gave it
         self.competitions = {}  # id -> (party id, name, where)
