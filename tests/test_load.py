@@ -580,3 +580,89 @@ def test_the_scratch_file_of_a_killed_load_is_removed_by_the_next(catalogue_dir,
     assert scratch.exists() and building.exists()
     load_catalogue(catalogue_dir, target)
     assert not scratch.exists() and not building.exists()
+
+
+def _placing(competition, position, party=5):
+    return {
+        "position": position,
+        "ranking": "" if position is None else str(position),
+        "score": "",
+        "competition": {"id": competition, "name": f"Compo {competition}", "party": {"id": party}},
+    }
+
+
+def _result(production, position):
+    return {
+        "production": {"id": production},
+        "position": position,
+        "ranking": "" if position is None else str(position),
+        "score": "",
+    }
+
+
+def _competition(competition, results):
+    return {"id": competition, "name": f"Compo {competition}", "results": results}
+
+
+@pytest.mark.parametrize(
+    "competitions, placings, message",
+    [
+        (
+            [_competition(20, [_result(1, 1)])],
+            [_placing(20, 2)],
+            'productions.jsonl:1: competition_placings: {"position":2,"ranking":"2","score":""} '
+            'for (20, 1) contradicts parties.jsonl:1, which has {"position":1,"ranking":"1",'
+            '"score":""}',
+        ),
+        (
+            [_competition(20, [])],
+            [_placing(20, 2)],
+            "productions.jsonl:1: competition_placings: gives competition 20 and production 1, "
+            "but parties.jsonl:1 does not list it in competitions.results",
+        ),
+        (
+            [_competition(20, [_result(1, 1)])],
+            [],
+            "parties.jsonl:1: competitions.results: gives production 1 and competition 20, "
+            "but productions.jsonl:1 does not list it in competition_placings",
+        ),
+    ],
+)
+def test_results_and_placings_must_agree(served, competitions, placings, message):
+    database, bad = served
+    write_lines(bad, "parties", [dict(PARTY, competitions=competitions)])
+    write_lines(bad, "productions", [dict(PRODUCTION, competition_placings=placings)])
+    assert_fails(bad, database, message)
+
+
+def test_orders_of_results_and_placings_given_on_one_side(tmp_path, make_app):
+    """A competition that only its productions place lists them by position (none
+    last), then id; a production that gives no placings lists them by competition id.
+    The best position is a production's for the placing filter."""
+    source = tmp_path / "src"
+    party = dict(
+        PARTY,
+        competitions=[
+            {"id": 32, "name": "Compo 32", "results": [_result(4, 3)]},
+            {"id": 31, "name": "Compo 31", "results": [_result(4, 1)]},
+        ],
+    )
+    write_lines(source, "parties", [party])
+    productions = [
+        dict(PRODUCTION, id=1, competition_placings=[_placing(30, 2)]),
+        dict(PRODUCTION, id=2, competition_placings=[_placing(30, None)]),
+        dict(PRODUCTION, id=3, competition_placings=[_placing(30, 1)]),
+        dict(PRODUCTION, id=4),  # its placings: from competitions 32 and 31
+    ]
+    write_lines(source, "productions", productions)
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    client = make_app(tmp_path / "db.sqlite3").test_client()
+    competitions = client.get("/api/v1/parties/5/").json["competitions"]
+    results = {c["id"]: [r["production"]["id"] for r in c["results"]] for c in competitions}
+    assert results == {32: [4], 31: [4], 30: [3, 1, 2]}
+    placings = client.get("/api/v1/productions/4/").json["competition_placings"]
+    assert [p["competition"]["id"] for p in placings] == [31, 32]
+    placed = client.get("/api/v1/productions/?competition_placing_min=1&ordering=id").json[
+        "results"
+    ]
+    assert [p["id"] for p in placed] == [3, 4]

@@ -310,7 +310,7 @@ class _Pairs:
     def resolve(self, field_names, derive_order):
         """Each pair as (left id, right id, values, left position, right position),
         raising CatalogueError where the sides disagree. ``derive_order(side, owner,
-        keys)`` orders the pairs ``keys`` ((left id, right id)) of a side not given."""
+        pairs)`` orders the ``pairs`` ((left id, right id, values)) of a side not given."""
         scratch, relation = self.scratch, self.relation
         scratch.pairs_indexed()
         # The first time each pair was given (left side first, then in the files' order).
@@ -374,7 +374,7 @@ class _Pairs:
         )
         for side, column in ((0, "left_id"), (1, "right_id")):
             rows = scratch.query(
-                "SELECT k.left_id, k.right_id FROM scratch.load_pair_keys AS k "
+                "SELECT k.left_id, k.right_id, k.value FROM scratch.load_pair_keys AS k "
                 "WHERE k.relation = ? AND NOT EXISTS (SELECT 1 FROM scratch.load_pair_positions "
                 "AS p WHERE p.relation = k.relation AND p.left_id = k.left_id "
                 f"AND p.right_id = k.right_id AND p.side = {side}) ORDER BY k.{column}",
@@ -382,8 +382,11 @@ class _Pairs:
             )
             derived = []
             for owner_id, keys in itertools.groupby(rows, key=lambda row: row[side]):
-                ordered = derive_order(side, owner_id, [tuple(key) for key in keys])
-                derived += [(relation, *key, side, index) for index, key in enumerate(ordered)]
+                keys = [(left, right, orjson.loads(value)) for left, right, value in keys]
+                ordered = derive_order(side, owner_id, keys)
+                derived += [
+                    (relation, key[0], key[1], side, index) for index, key in enumerate(ordered)
+                ]
                 if len(derived) >= scratch.BATCH:
                     scratch.derived(derived)
             scratch.derived(derived)
@@ -450,6 +453,9 @@ class _Scratch:
                 relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
                 side INTEGER NOT NULL, position INTEGER NOT NULL,
                 PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_competitions (
+                id INTEGER PRIMARY KEY, party_id INTEGER NOT NULL, name TEXT NOT NULL,
+                place TEXT NOT NULL)""",
             """CREATE TABLE scratch.load_pair_derived (
                 relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
                 side INTEGER NOT NULL, position INTEGER NOT NULL,
@@ -535,6 +541,19 @@ class _Scratch:
         self.nicks.append((releaser_id, name, abbreviation, place, field))
         if len(self.nicks) >= self.BATCH:
             self.flush()
+
+    def competition(self, competition_id, party_id, name, place):
+        """Remember a competition; None, or (party id, name, place) as first given."""
+        known = self.raw.execute(
+            "SELECT party_id, name, place FROM scratch.load_competitions WHERE id = ?",
+            (competition_id,),
+        ).fetchone()
+        if known is None:
+            self.raw.execute(
+                "INSERT INTO scratch.load_competitions VALUES (?, ?, ?, ?)",
+                (competition_id, party_id, name, place),
+            )
+        return known
 
     def new_relation(self):
         """A number for a new relation in the pair tables."""
@@ -623,9 +642,8 @@ class _Loader:
         self.invitations = _Pairs(self.scratch, "party", "production")
         self.series_parties = {}  # series id -> (where, [party ids])
         self.party_series = {}  # party id -> series id, as the parties gave it
-        self.competitions = {}  # id -> (party id, name, where)
-        self.results = {}  # competition id -> (where, [(production id, values)])
-        self.placings = {}  # production id -> (where, [(competition id, values)])
+        # Competition results, from the parties' side and from the productions'.
+        self.results = _Pairs(self.scratch, "competition", "production")
 
     def run(self):
         counts = {}
@@ -802,7 +820,7 @@ class _Loader:
                     )
                     values = {name: result[name] for name in ("position", "ranking", "score")}
                     results.append((production, values))
-                self.results[competition["id"]] = (where, results)
+                self.results.give(0, competition["id"], where, results)
         self._links(tables.party_links, "party_id", party_id, record["external_links"])
 
     def _refer_all_ids(self, resource, items, where, field):
@@ -813,9 +831,9 @@ class _Loader:
         return result
 
     def _competition(self, competition_id, party_id, name, where, field):
-        known = self.competitions.get(competition_id)
+        """Remember a competition; whether it was known (and agrees)."""
+        known = self.scratch.competition(competition_id, party_id, name, where)
         if known is None:
-            self.competitions[competition_id] = (party_id, name, where)
             return False
         if (known[0], known[1]) != (party_id, name):
             raise CatalogueError(
@@ -987,7 +1005,7 @@ class _Loader:
                     )
                 values = {name: placing[name] for name in ("position", "ranking", "score")}
                 placings.append((competition["id"], values))
-            self.placings[production_id] = (where, placings)
+            self.results.give(1, production_id, where, placings)
 
     def _nick(self, nick, where, field):
         self._refer("releasers", nick["releaser"], where, f"{field}.releaser")
@@ -1176,62 +1194,25 @@ class _Loader:
             )
 
     def _resolve_placings(self):
-        rows = {}  # (competition, production) -> [values, result position, production position]
-        for competition, (where, results) in self.results.items():
-            for position, (production, values) in enumerate(results):
-                rows[(competition, production)] = [values, position, None, where]
-        for production, (where, placings) in self.placings.items():
-            for position, (competition, values) in enumerate(placings):
-                entry = rows.get((competition, production))
-                if entry is None:
-                    if competition in self.results:
-                        raise CatalogueError(
-                            f"{where}: competition_placings.{position}: competition {competition} "
-                            f"does not list production {production} in its results "
-                            f"({self.results[competition][0]})"
-                        )
-                    entry = rows[(competition, production)] = [values, None, None, where]
-                elif entry[0] != values:
-                    raise CatalogueError(
-                        f"{where}: competition_placings.{position}: {_json(values)} contradicts "
-                        f"{entry[3]}, which has {_json(entry[0])}"
-                    )
-                entry[2] = position
-        for (competition, production), entry in rows.items():
-            if entry[2] is None and production in self.placings:
-                raise CatalogueError(
-                    f"{entry[3]}: competitions: production {production} is placed in competition "
-                    f"{competition}, but {self.placings[production][0]} does not list it in "
-                    "competition_placings"
-                )
-        by_competition, by_production = {}, {}
-        for key, entry in rows.items():
-            by_competition.setdefault(key[0], []).append(key)
-            by_production.setdefault(key[1], []).append(key)
-        for keys in by_competition.values():
-            if rows[keys[0]][1] is None:  # only the productions gave them: by position
-                ordered = sorted(
-                    keys,
-                    key=lambda key: (
-                        rows[key][0]["position"] is None,
-                        rows[key][0]["position"] or 0,
-                        key[1],
+        def derive_order(side, owner, pairs):
+            if side == 0:  # a competition only its productions list: by position
+                return sorted(
+                    pairs,
+                    key=lambda pair: (
+                        pair[2]["position"] is None,
+                        pair[2]["position"] or 0,
+                        pair[1],
                     ),
                 )
-                for position, key in enumerate(ordered):
-                    rows[key][1] = position
-        for keys in by_production.values():
-            # Not given: by competition id (the upstream fixes no order).
-            for position, key in enumerate(sorted(keys)):
-                if rows[key][2] is None:
-                    rows[key][2] = position
-        best = {}
-        for (competition, production), (
+            return sorted(pairs)  # by competition id (the upstream fixes no order)
+
+        for (
+            competition,
+            production,
             values,
             result_position,
             production_position,
-            _,
-        ) in rows.items():
+        ) in self.results.resolve(("competitions.results", "competition_placings"), derive_order):
             self.builder.queue(
                 tables.placings,
                 {
@@ -1242,9 +1223,6 @@ class _Loader:
                     **values,
                 },
             )
-            if values["position"] is not None:
-                best[production] = min(best.get(production, values["position"]), values["position"])
-        self._pending_best = best
 
     def _resolve_series(self):
         for series_id, (where, parties) in self.series_parties.items():
@@ -1291,14 +1269,11 @@ class _Loader:
         ]
         if updates:
             connection.execute(statement, updates)
-        best_statement = (
-            tables.productions.update()
-            .where(tables.productions.c.id == _param("production"))
-            .values(best_placing=_param("best"))
+        connection.exec_driver_sql(
+            "UPDATE main.productions SET best_placing = best.position FROM (SELECT "
+            "production_id, min(position) AS position FROM main.placings "
+            "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
-        updates = [{"production": key, "best": value} for key, value in self._pending_best.items()]
-        if updates:
-            connection.execute(best_statement, updates)
 
 
 def _param(name):
