@@ -255,6 +255,14 @@ SERIES = {"id": 3, "name": "Assembly", "website": ""}
             "party_series.jsonl:1: parties.0: no party with id 6",
         ),
         (
+            {
+                "party_series": [dict(SERIES, parties=[5]), dict(SERIES, id=4, parties=[5])],
+                "parties": [PARTY],
+            },
+            "party_series.jsonl:2: parties.0: party 5 is listed already, by "
+            "party_series.jsonl:1 (parties.0)",
+        ),
+        (
             {"party_series": [dict(SERIES, parties=[])], "parties": [dict(PARTY, party_series=3)]},
             "parties.jsonl:1: party_series: party series 3 (party_series.jsonl:1) does not "
             "list party 5",
@@ -666,3 +674,22 @@ def test_orders_of_results_and_placings_given_on_one_side(tmp_path, make_app):
         "results"
     ]
     assert [p["id"] for p in placed] == [3, 4]
+
+
+def test_parties_of_a_series_that_lists_none_are_in_name_order(tmp_path, make_app):
+    source = tmp_path / "src"
+    write_lines(source, "party_series", [SERIES, dict(SERIES, id=4, parties=[8, 6])])
+    names = {5: "Assembly 1993", 6: "Assembly 1992", 7: "assembly 1991", 8: "Abduction"}
+    write_lines(
+        source,
+        "parties",
+        [
+            dict(PARTY, id=party, name=name, party_series=3 if party in (5, 7) else None)
+            for party, name in names.items()
+        ],
+    )
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    client = make_app(tmp_path / "db.sqlite3").test_client()
+    for series, expected in ((3, [5, 7]), (4, [8, 6])):
+        parties = client.get(f"/api/v1/party_series/{series}/").json["parties"]
+        assert [party["id"] for party in parties] == expected

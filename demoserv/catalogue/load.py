@@ -453,6 +453,17 @@ class _Scratch:
                 relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
                 side INTEGER NOT NULL, position INTEGER NOT NULL,
                 PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
+            # Party series: the parties each series lists, and the series each party gives.
+            """CREATE TABLE scratch.load_series_lists (
+                series_id INTEGER PRIMARY KEY, place TEXT NOT NULL)""",
+            """CREATE TABLE scratch.load_series_parties (
+                seq INTEGER PRIMARY KEY, series_id INTEGER NOT NULL, position INTEGER NOT NULL,
+                party_id INTEGER NOT NULL, place TEXT NOT NULL)""",
+            "CREATE INDEX scratch.load_series_parties_by_party "
+            "ON load_series_parties (party_id, seq)",
+            """CREATE TABLE scratch.load_party_series (
+                party_id INTEGER PRIMARY KEY, series_id INTEGER NOT NULL,
+                place TEXT NOT NULL, seq INTEGER NOT NULL)""",
             """CREATE TABLE scratch.load_competitions (
                 id INTEGER PRIMARY KEY, party_id INTEGER NOT NULL, name TEXT NOT NULL,
                 place TEXT NOT NULL)""",
@@ -474,6 +485,7 @@ class _Scratch:
         self.references, self.nicks, self.pair_owners, self.pairs = self.pending.values()
         self.cache = {}  # (resource, id) -> (place, {summary field: value})
         self.relations = 0
+        self.series_given = 0
         self._pairs_indexed = False
 
     def add(
@@ -554,6 +566,23 @@ class _Scratch:
                 (competition_id, party_id, name, place),
             )
         return known
+
+    def series_lists(self, series_id, place, party_ids):
+        """Remember the parties a series lists, in its order."""
+        self.raw.execute("INSERT INTO scratch.load_series_lists VALUES (?, ?)", (series_id, place))
+        self.raw.executemany(
+            "INSERT INTO scratch.load_series_parties (series_id, position, party_id, place) "
+            "VALUES (?, ?, ?, ?)",
+            [(series_id, position, party_id, place) for position, party_id in enumerate(party_ids)],
+        )
+
+    def party_series(self, party_id, series_id, place):
+        """Remember the series a party gives."""
+        self.series_given += 1
+        self.raw.execute(
+            "INSERT INTO scratch.load_party_series VALUES (?, ?, ?, ?)",
+            (party_id, series_id, place, self.series_given),
+        )
 
     def new_relation(self):
         """A number for a new relation in the pair tables."""
@@ -640,8 +669,6 @@ class _Loader:
         self.memberships = _Pairs(self.scratch, "member", "group")
         self.releases = _Pairs(self.scratch, "party", "production")
         self.invitations = _Pairs(self.scratch, "party", "production")
-        self.series_parties = {}  # series id -> (where, [party ids])
-        self.party_series = {}  # party id -> series id, as the parties gave it
         # Competition results, from the parties' side and from the productions'.
         self.results = _Pairs(self.scratch, "competition", "production")
 
@@ -748,10 +775,7 @@ class _Loader:
             },
         )
         if record["parties"] is not None:
-            self.series_parties[record["id"]] = (
-                where,
-                [party["id"] for party in record["parties"]],
-            )
+            self.scratch.series_lists(record["id"], where, [p["id"] for p in record["parties"]])
 
     def _accept_parties(self, record, where):
         party_id = record["id"]
@@ -761,7 +785,7 @@ class _Loader:
                 raise CatalogueError(
                     f"{where}: party_series: no party series with id {series['id']}"
                 )
-            self.party_series[party_id] = series["id"]
+            self.scratch.party_series(party_id, series["id"], where)
         row = {
             name: record[name]
             for name in (
@@ -1225,61 +1249,70 @@ class _Loader:
             )
 
     def _resolve_series(self):
-        for series_id, (where, parties) in self.series_parties.items():
-            for index, party in enumerate(parties):
-                found = self.scratch.find("parties", party)
-                if found is None:
-                    raise CatalogueError(f"{where}: parties.{index}: no party with id {party}")
-                given = self.party_series.get(party)
-                if given is not None and given != series_id:
-                    raise CatalogueError(
-                        f"{where}: parties.{index}: party {party} belongs to party series {given} "
-                        f"({found[0]})"
-                    )
-        series_of = dict(self.party_series)
-        positions = {}
-        for series_id, (_, parties) in self.series_parties.items():
-            for position, party in enumerate(parties):
-                series_of[party] = series_id
-                positions[party] = position
-        by_series = {}
-        for party, series_id in series_of.items():
-            if party not in positions:
-                if series_id in self.series_parties:
-                    where = self.scratch.find("parties", party)[0]
-                    raise CatalogueError(
-                        f"{where}: party_series: party series {series_id} "
-                        f"({self.series_parties[series_id][0]}) does not list party {party}"
-                    )
-                by_series.setdefault(series_id, []).append(party)
-        for parties in by_series.values():  # by name, as the upstream orders them
-            names = self._column(tables.parties.c.name, parties)
-            for position, party in enumerate(sorted(parties, key=lambda p: (names[p], p))):
-                positions[party] = position
+        """Check the parties that series list against the series that parties give, and
+        put each party in its series, in the series' order, else by name."""
+        parties = _RESOURCE["parties"]
+        wrong = self.scratch.query(
+            "SELECT listed.place, listed.position, listed.party_id, party.place, given.series_id, "
+            "(SELECT place || ' (parties.' || position || ')' "
+            "FROM scratch.load_series_parties AS first "
+            "WHERE first.party_id = listed.party_id AND first.seq < listed.seq ORDER BY seq) "
+            "FROM scratch.load_series_parties AS listed "
+            "LEFT JOIN scratch.load_records AS party ON party.resource = ? "
+            "AND party.id = listed.party_id "
+            "LEFT JOIN scratch.load_party_series AS given ON given.party_id = listed.party_id "
+            "WHERE party.id IS NULL OR given.series_id != listed.series_id OR EXISTS (SELECT 1 "
+            "FROM scratch.load_series_parties AS first WHERE first.party_id = listed.party_id "
+            "AND first.seq < listed.seq) ORDER BY listed.seq LIMIT 1",
+            (parties,),
+        ).fetchone()
+        if wrong is not None:
+            where, index, party, party_where, given, first = wrong
+            if party_where is None:
+                raise CatalogueError(f"{where}: parties.{index}: no party with id {party}")
+            if first is not None:
+                raise CatalogueError(
+                    f"{where}: parties.{index}: party {party} is listed already, by {first}"
+                )
+            raise CatalogueError(
+                f"{where}: parties.{index}: party {party} belongs to party series {given} "
+                f"({party_where})"
+            )
+        unlisted = self.scratch.query(
+            "SELECT given.place, given.series_id, series.place, given.party_id "
+            "FROM scratch.load_party_series AS given "
+            "JOIN scratch.load_series_lists AS series ON series.series_id = given.series_id "
+            "WHERE NOT EXISTS (SELECT 1 FROM scratch.load_series_parties AS listed "
+            "WHERE listed.party_id = given.party_id) ORDER BY given.seq LIMIT 1"
+        ).fetchone()
+        if unlisted is not None:
+            where, series, series_where, party = unlisted
+            raise CatalogueError(
+                f"{where}: party_series: party series {series} ({series_where}) does not "
+                f"list party {party}"
+            )
         self.builder.flush()
-        connection = self.builder.connection
-        statement = (
-            tables.parties.update()
-            .where(tables.parties.c.id == _param("party"))
-            .values(party_series_id=_param("series"), series_position=_param("position"))
+        self.scratch.query(
+            "UPDATE main.parties SET party_series_id = listed.series_id, "
+            "series_position = listed.position FROM scratch.load_series_parties AS listed "
+            "WHERE listed.party_id = parties.id"
         )
-        updates = [
-            {"party": party, "series": series_of[party], "position": positions[party]}
-            for party in series_of
-        ]
-        if updates:
-            connection.execute(statement, updates)
-        connection.exec_driver_sql(
+        # A series whose record lists no parties: its parties by name, as the upstream
+        # orders them.
+        self.scratch.query(
+            "UPDATE main.parties SET party_series_id = ranked.series_id, "
+            "series_position = ranked.position FROM (SELECT given.party_id, given.series_id, "
+            "row_number() OVER (PARTITION BY given.series_id ORDER BY party.name, party.id) - 1 "
+            "AS position FROM scratch.load_party_series AS given "
+            "JOIN main.parties AS party ON party.id = given.party_id) AS ranked "
+            "WHERE ranked.party_id = parties.id AND NOT EXISTS (SELECT 1 FROM "
+            "scratch.load_series_lists AS series WHERE series.series_id = ranked.series_id)"
+        )
+        self.builder.connection.exec_driver_sql(
             "UPDATE main.productions SET best_placing = best.position FROM (SELECT "
             "production_id, min(position) AS position FROM main.placings "
             "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
-
-
-def _param(name):
-    from sqlalchemy import bindparam
-
-    return bindparam(name)
 
 
 def _timestamp(value):
