@@ -326,16 +326,27 @@ def test_what_is_checked_once_every_file_is_read(served, files, message):
 
 def _python_memory_of_reading(folder, count):
     """The peak of Python's allocations while the loader reads ``count`` releasers and
-    as many productions, each naming a releaser by a nested summary."""
+    as many parties and productions, each production naming a releaser by a nested
+    summary, and each relation that can be given from both sides given from one:
+    memberships, releases, invitations, placings (each in a competition known only from
+    it) and parties of a series."""
     folder.mkdir()
     releasers = (
-        {"id": i, "name": f"Releaser {i}", "is_group": i % 2 == 0} for i in range(1, count + 1)
+        {"id": i, "name": f"Releaser {i}", "is_group": i % 2 == 0}
+        | ({"member_of": [{"group": i + 1, "is_current": True}]} if i % 2 else {})
+        for i in range(1, count + 1)
     )
     write_lines(folder, "releasers", releasers)
+    write_lines(folder, "party_series", [dict(SERIES, id=i) for i in range(1, count + 1)])
+    parties = (dict(PARTY, id=i, party_series=i) for i in range(1, count + 1))
+    write_lines(folder, "parties", parties)
     productions = (
         dict(
             PRODUCTION,
             id=i,
+            release_parties=[i],
+            invitation_parties=[i],
+            competition_placings=[_placing(i, 1, party=i)],
             author_nicks=[
                 {
                     "name": f"Nick {i}",
@@ -358,9 +369,15 @@ def _python_memory_of_reading(folder, count):
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
+        builder.flush()
+        for table in ("memberships", "party_releases", "party_invitations", "placings"):
+            rows = builder.connection.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar()
+            assert rows == (count // 2 if table == "memberships" else count), table
+        placed = "SELECT count(*) FROM parties WHERE party_series_id = id AND series_position = 0"
+        assert builder.connection.exec_driver_sql(placed).scalar() == count
     finally:
         builder.close()
-    assert counts["releasers"] == count + count // 2
+    assert counts["releasers"] == count + count // 2 and counts["parties"] == count
     return peak
 
 
