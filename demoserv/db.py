@@ -76,7 +76,7 @@ def read_only_engine(path):
         "sqlite://",
         creator=connect,
         poolclass=QueuePool,
-        pool_size=8,
+        pool_size=16,  # one connection for each of demoserv-serve's threads
         json_deserializer=orjson.loads,
     )
 

@@ -16,12 +16,14 @@ Finding a new listing takes the CPU for milliseconds to a few hundred; pages alr
 found take it for far less. So that clients who ask only for new listings cannot take
 the CPU from everyone else, new listings are found one at a time in the process; a
 request waits for its turn at most ``WAIT_SECONDS``, and while ``MAX_WAITING`` requests
-wait, another is answered at once with 503 and ``Retry-After`` (``Busy``). Pages of
+wait, another is answered at once with 503 and ``Retry-After`` (``Busy``). While requests
+queue for turns, finding listings takes at most ``LISTING_SHARE`` of the time. Pages of
 listings already found never wait.
 """
 
 import functools
 import threading
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -34,7 +36,8 @@ ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
 PROTECTED_SHARE = 0.75  # of CACHE_BYTES, for listings asked for more than once
 CHUNK = 20_000  # rows read at a time when the columns are built
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
-MAX_WAITING = 2  # requests that may wait for that turn at once (demoserv-serve: 8 threads)
+MAX_WAITING = 8  # requests that may wait for that turn at once (demoserv-serve: 16 threads)
+LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
 
 
 class Busy(Exception):
@@ -42,29 +45,46 @@ class Busy(Exception):
 
 
 class _Turns:
-    """One new listing found at a time in the process, with a bounded queue."""
+    """One new listing found at a time in the process, with a bounded queue, and while
+    requests queue for turns, at most ``SHARE`` of the time spent finding them: after a
+    turn that took t, with others waiting, the next starts no sooner than
+    t × (1 / SHARE - 1) later, so that however many new listings clients ask for, other
+    requests get the rest of the machine. A client asking for new listings one after
+    the other, alone, never waits."""
 
-    def __init__(self):
+    SHARE = LISTING_SHARE
+
+    def __init__(self, clock=time.monotonic, sleep=time.sleep):
         self._turn = threading.Lock()
         self._guard = threading.Lock()
         self._waiting = 0
+        self._clock, self._sleep = clock, sleep
+        self._free_at = 0.0  # when the next turn may start
+        self._started = 0.0
 
     def __enter__(self):
-        if self._turn.acquire(blocking=False):
-            return self
-        with self._guard:
-            if self._waiting >= MAX_WAITING:
-                raise Busy
-            self._waiting += 1
-        try:
-            if not self._turn.acquire(timeout=WAIT_SECONDS):
-                raise Busy
-        finally:
+        if not self._turn.acquire(blocking=False):
             with self._guard:
-                self._waiting -= 1
+                if self._waiting >= MAX_WAITING:
+                    raise Busy
+                self._waiting += 1
+            try:
+                if not self._turn.acquire(timeout=WAIT_SECONDS):
+                    raise Busy
+            finally:
+                with self._guard:
+                    self._waiting -= 1
+        rest = self._free_at - self._clock()
+        if rest > 0:
+            self._sleep(rest)
+        self._started = self._clock()
         return self
 
     def __exit__(self, *exc):
+        ended = self._clock()
+        with self._guard:
+            queued = self._waiting > 0
+        self._free_at = ended + (ended - self._started) * (1 / self.SHARE - 1) if queued else 0
         self._turn.release()
 
 

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 # The settings this entry point chooses; every other waitress setting keeps its default.
 DEFAULTS = {
-    "threads": 8,
+    "threads": 16,
     "connection_limit": 1000,
     "channel_timeout": 15,
     "cleanup_interval": 2,

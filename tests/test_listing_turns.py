@@ -49,3 +49,42 @@ def test_the_turn_is_given_back(client):
         assert client.get(f"/api/v1/productions/?released_since=1993-01-0{day}").status_code == 200
     assert listing.TURNS._turn.acquire(blocking=False)
     listing.TURNS._turn.release()
+
+
+def test_finding_new_listings_takes_at_most_its_share_of_the_time_while_others_queue():
+    """After a turn that took t while others waited for theirs, the next one starts
+    t × (1 / SHARE - 1) later at the soonest; with nobody waiting, at once (on a clock
+    of the test's own, so nothing here sleeps)."""
+    now, slept = [100.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    turns = listing._Turns(clock=lambda: now[0], sleep=sleep)
+    rest = 1 / turns.SHARE - 1
+    with turns:
+        now[0] += 0.2  # finding a listing took 0.2 s, nobody waiting
+    with turns:
+        now[0] += 0.2
+        turns._waiting = 1  # another request queued meanwhile
+    assert slept == []
+    now[0] += 0.05  # the next turn comes 0.05 s later
+    with turns:
+        now[0] += 0.1
+        turns._waiting = 1
+    assert slept == [pytest.approx(0.2 * rest - 0.05)]
+    now[0] += 0.1 * rest + 0.01  # after the rest that turn earned: no wait
+    with turns:
+        turns._waiting = 1
+    assert len(slept) == 1
+    with pytest.raises(ZeroDivisionError), turns:  # a turn that failed counts too
+        now[0] += 0.3
+        turns._waiting = 1
+        1 / 0
+    with turns:
+        turns._waiting = 0
+    assert slept[-1] == pytest.approx(0.3 * rest)
+    with turns:  # the last turn had nobody waiting
+        pass
+    assert len(slept) == 2
