@@ -92,6 +92,13 @@ class Builder:
     def finish(self, counts, features, progress):
         """Rank, index and document what was written, and label the file."""
         self.flush()
+        # Each production's best competition position (its placing filter), from the
+        # placings written, whichever source gave them.
+        self.connection.exec_driver_sql(
+            "UPDATE main.productions SET best_placing = best.position FROM (SELECT "
+            "production_id, min(position) AS position FROM main.placings "
+            "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
+        )
         progress.stage("ranking")
         for name in LOAD_ORDER:
             self._rank(BY_NAME[name])

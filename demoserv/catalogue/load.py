@@ -1308,11 +1308,6 @@ class _Loader:
             "WHERE ranked.party_id = parties.id AND NOT EXISTS (SELECT 1 FROM "
             "scratch.load_series_lists AS series WHERE series.series_id = ranked.series_id)"
         )
-        self.builder.connection.exec_driver_sql(
-            "UPDATE main.productions SET best_placing = best.position FROM (SELECT "
-            "production_id, min(position) AS position FROM main.placings "
-            "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
-        )
 
 
 def _timestamp(value):

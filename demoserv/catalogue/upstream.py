@@ -436,11 +436,6 @@ def _fill(connection):
         "row_number() OVER (PARTITION BY production_id ORDER BY line), position, "
         "coalesce(ranking, ''), coalesce(score, '') FROM stage.parties_competitionplacing"
     )
-    execute(
-        "UPDATE main.productions SET best_placing = best.position FROM (SELECT production_id, "
-        "min(position) AS position FROM stage.parties_competitionplacing "
-        "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
-    )
     _bbses(connection)
 
 
