@@ -462,8 +462,8 @@ class _Scratch:
             "CREATE INDEX scratch.load_series_parties_by_party "
             "ON load_series_parties (party_id, seq)",
             """CREATE TABLE scratch.load_party_series (
-                party_id INTEGER PRIMARY KEY, series_id INTEGER NOT NULL,
-                place TEXT NOT NULL, seq INTEGER NOT NULL)""",
+                seq INTEGER PRIMARY KEY, party_id INTEGER NOT NULL UNIQUE,
+                series_id INTEGER NOT NULL, place TEXT NOT NULL)""",
             """CREATE TABLE scratch.load_competitions (
                 id INTEGER PRIMARY KEY, party_id INTEGER NOT NULL, name TEXT NOT NULL,
                 place TEXT NOT NULL)""",
@@ -485,7 +485,6 @@ class _Scratch:
         self.references, self.nicks, self.pair_owners, self.pairs = self.pending.values()
         self.cache = {}  # (resource, id) -> (place, {summary field: value})
         self.relations = 0
-        self.series_given = 0
         self._pairs_indexed = False
 
     def add(
@@ -578,10 +577,9 @@ class _Scratch:
 
     def party_series(self, party_id, series_id, place):
         """Remember the series a party gives."""
-        self.series_given += 1
         self.raw.execute(
-            "INSERT INTO scratch.load_party_series VALUES (?, ?, ?, ?)",
-            (party_id, series_id, place, self.series_given),
+            "INSERT INTO scratch.load_party_series (party_id, series_id, place) VALUES (?, ?, ?)",
+            (party_id, series_id, place),
         )
 
     def new_relation(self):
