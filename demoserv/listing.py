@@ -46,13 +46,11 @@ class Busy(Exception):
 
 class _Turns:
     """One new listing found at a time in the process, with a bounded queue, and while
-    requests queue for turns, at most ``SHARE`` of the time spent finding them: after a
-    turn that took t, with others waiting, the next starts no sooner than
-    t × (1 / SHARE - 1) later, so that however many new listings clients ask for, other
-    requests get the rest of the machine. A client asking for new listings one after
-    the other, alone, never waits."""
-
-    SHARE = LISTING_SHARE
+    requests queue for turns, at most ``LISTING_SHARE`` of the time spent finding them:
+    after a turn that took t, with others waiting, the next starts no sooner than
+    t × (1 / LISTING_SHARE - 1) later, so that however many new listings clients ask for,
+    other requests get the rest of the machine. A client asking for new listings one
+    after the other, alone, never waits."""
 
     def __init__(self, clock=time.monotonic, sleep=time.sleep):
         self._turn = threading.Lock()
@@ -84,7 +82,7 @@ class _Turns:
         ended = self._clock()
         with self._guard:
             queued = self._waiting > 0
-        self._free_at = ended + (ended - self._started) * (1 / self.SHARE - 1) if queued else 0
+        self._free_at = ended + (ended - self._started) * (1 / LISTING_SHARE - 1) if queued else 0
         self._turn.release()
 
 

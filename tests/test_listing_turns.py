@@ -53,7 +53,7 @@ def test_the_turn_is_given_back(client):
 
 def test_finding_new_listings_takes_at_most_its_share_of_the_time_while_others_queue():
     """After a turn that took t while others waited for theirs, the next one starts
-    t × (1 / SHARE - 1) later at the soonest; with nobody waiting, at once (on a clock
+    t × (1 / LISTING_SHARE - 1) later at the soonest; with nobody waiting, at once (on a clock
     of the test's own, so nothing here sleeps)."""
     now, slept = [100.0], []
 
@@ -62,7 +62,7 @@ def test_finding_new_listings_takes_at_most_its_share_of_the_time_while_others_q
         now[0] += seconds
 
     turns = listing._Turns(clock=lambda: now[0], sleep=sleep)
-    rest = 1 / turns.SHARE - 1
+    rest = 1 / listing.LISTING_SHARE - 1
     with turns:
         now[0] += 0.2  # finding a listing took 0.2 s, nobody waiting
     with turns:
