@@ -5,6 +5,7 @@ import logging
 import os
 from pathlib import Path
 
+import click
 from flask import Flask
 
 from . import access_log, db, errors, guard, openapi, pipeline, rendering
@@ -13,6 +14,7 @@ from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
 from .resources import BLUEPRINTS, RESOURCES
 from .shared import SERVICE_URL_FIELDS
+from .version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ def create_app(test_config=None, instance_path=None):
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
     catalogue_cli.init_app(app)
+    app.cli.add_command(version_command)
     _seed_first_run(app)
     return app
 
@@ -81,6 +84,12 @@ def serving_app():
     access_log.configure(app)
     gc.freeze()
     return app
+
+
+@click.command("version")
+def version_command():
+    """Show the version of demoserv."""
+    click.echo(f"demoserv {__version__}")
 
 
 def _seed_first_run(app):

@@ -13,6 +13,7 @@ from .pagination import PAGE_SIZE
 from .rendering import DOCS_PATH, JSON_TYPE
 from .resources import RESOURCES, releasers
 from .shared import MAX_ID
+from .version import __version__
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
@@ -141,7 +142,7 @@ def build():
     """The OpenAPI document as a dict."""
     spec = APISpec(
         title="demoserv",
-        version="1",
+        version=__version__,
         openapi_version="3.1.0",
         plugins=[MarshmallowPlugin()],
         info={"description": "A read-only, paginated JSON API over a demoscene catalogue."},
