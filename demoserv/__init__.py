@@ -18,13 +18,18 @@ from .version import __version__
 
 log = logging.getLogger(__name__)
 
+# The seed catalogue: copied into the package when a wheel is built (see setup.py), and
+# read from the top of the repository in a checkout (an editable install).
+PACKAGED_SEED = Path(__file__).resolve().parent / "seed"
+CHECKOUT_SEED = Path(__file__).resolve().parent.parent / "seed"
+
 DEFAULTS = {
     # The SQLite file served; a relative path is inside the instance folder.
     "DATABASE": "demoserv.sqlite3",
     # Base of every service_url: the public site whose pages the records mirror.
     "SITE_URL": "https://demozoo.org",
     # Catalogue folder loaded when DATABASE does not exist yet; "" disables it.
-    "SEED_DIR": str(Path(__file__).resolve().parent.parent / "seed"),
+    "SEED_DIR": str(PACKAGED_SEED if PACKAGED_SEED.is_dir() else CHECKOUT_SEED),
     # Number of proxies in front whose X-Forwarded-Proto/-Host/-Port/-Prefix to trust.
     "TRUSTED_PROXIES": 0,
     # Host names served (Flask's setting); None serves any. Set it in production.
