@@ -24,7 +24,9 @@ locks others out is running out of slots: waitress stops accepting at
 
 import argparse
 import logging
+import os
 import resource
+import tempfile
 import time
 
 import orjson
@@ -156,12 +158,31 @@ def _positive(kind):
     return parse
 
 
+def _epilog():
+    from flask import Flask
+
+    # Flask's choice for this installation: <prefix>/var/demoserv-instance for an
+    # installed package, the checkout's instance/ for an editable install.
+    instance = Flask("demoserv").instance_path
+    return (
+        "The database served is the file named by --database, else by DEMOSERV_DATABASE "
+        f"(relative to the instance folder), else demoserv.sqlite3 in the instance folder, "
+        f"here {instance}. On the first start, when that file does not exist, it is built "
+        "from the seed catalogue (DEMOSERV_SEED_DIR; empty to disable). Other settings: "
+        "DEMOSERV_* variables (see README, 'Configuration')."
+    )
+
+
 def parse_arguments(argv=None):
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="demoserv-serve",
         description="Serve the catalogue API with waitress, with settings for direct "
         "exposure to clients (see README, 'Replicas and a cache').",
+        epilog=_epilog(),
     )
+    parser.add_argument("--version", action="version", version=f"demoserv {__version__}")
     parser.add_argument(
         "--listen",
         action="append",
@@ -192,22 +213,71 @@ def parse_arguments(argv=None):
         help='proxy headers to apply, space-separated ("x-forwarded-proto x-forwarded-host")',
     )
     parser.add_argument("--url-scheme", help="scheme of the url fields when no proxy says")
+    parser.add_argument(
+        "--database",
+        metavar="PATH",
+        help="the SQLite file to serve, relative to the current folder (as DEMOSERV_DATABASE, "
+        "which it replaces)",
+    )
+    parser.add_argument(
+        "--ready-file",
+        metavar="PATH",
+        help="once the server listens and its catalogue is ready, write its base URL "
+        "(one line per --listen) to PATH, atomically; PATH is removed at start",
+    )
     arguments = parser.parse_args(argv)
     settings = {
         name: value
         for name, value in vars(arguments).items()
-        if value is not None and name not in ("listen", "request_timeout")
+        if value is not None and name not in SERVICE_OPTIONS
     }
     settings["listen"] = " ".join(arguments.listen or ["127.0.0.1:8080"])
     Adjustments(**{**DEFAULTS, **settings})  # raises ValueError on a bad combination
-    return settings, arguments.request_timeout
+    return settings, arguments
+
+
+# Options of demoserv-serve itself, not waitress settings.
+SERVICE_OPTIONS = ("listen", "request_timeout", "database", "ready_file")
+
+
+def base_urls(server):
+    """http://HOST:PORT of each address ``server`` listens on."""
+    addresses = getattr(server, "effective_listen", None) or [
+        (server.effective_host, server.effective_port)
+    ]
+    return [
+        f"http://[{host}]:{port}" if ":" in str(host) else f"http://{host}:{port}"
+        for host, port in addresses
+    ]
+
+
+def write_ready_file(path, urls):
+    """Write ``urls``, one a line, to ``path`` so that it appears whole or not at all."""
+    folder = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".ready-")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write("".join(f"{url}\n" for url in urls))
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def main(argv=None):
     try:
-        settings, request_timeout = parse_arguments(argv)
+        settings, arguments = parse_arguments(argv)
     except ValueError as error:
         raise SystemExit(f"demoserv-serve: {error}") from None
+    if arguments.ready_file:
+        # A file left by an earlier run must not announce this one.
+        try:
+            os.unlink(arguments.ready_file)
+        except FileNotFoundError:
+            pass
+    if arguments.database:
+        os.environ["DEMOSERV_DATABASE"] = os.path.abspath(arguments.database)
     from . import serving_app
 
     app = serving_app()  # first, so that the service configures its own logging
@@ -215,8 +285,12 @@ def main(argv=None):
     if waitress_log.level == logging.NOTSET:
         waitress_log.setLevel(logging.INFO)
     logging.basicConfig()
-    server = make_server(app, request_timeout=request_timeout, **settings)
+    server = make_server(app, request_timeout=arguments.request_timeout, **settings)
     server.print_listen("Serving on http://{}:{}")
+    if arguments.ready_file:
+        # The sockets listen already (connections wait in the backlog until run() reads
+        # them) and the catalogue was opened, or built from the seed, by serving_app().
+        write_ready_file(arguments.ready_file, base_urls(server))
     server.run()
 
 

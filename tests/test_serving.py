@@ -2,11 +2,16 @@
 settings under which slow and idle clients cannot keep others out."""
 
 import json
+import os
+import re
 import socket
+import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
+from flask import Flask
 
 from demoserv import create_app, serving
 
@@ -189,8 +194,8 @@ def test_more_slow_clients_than_waitress_allows_do_not_keep_others_out(loaded_da
 
 def test_the_chosen_settings_are_applied(loaded_database):
     app = create_app({"DATABASE": str(loaded_database), "SITE_URL": SITE_URL, "SEED_DIR": ""})
-    settings, timeout = serving.parse_arguments(["--listen=127.0.0.1:0", "--threads=2"])
-    assert timeout == serving.REQUEST_TIMEOUT
+    settings, arguments = serving.parse_arguments(["--listen=127.0.0.1:0", "--threads=2"])
+    assert arguments.request_timeout == serving.REQUEST_TIMEOUT
     server = serving.make_server(app, request_timeout=3, **settings)
     try:
         assert server.adj.threads == 2
@@ -213,3 +218,88 @@ def test_bad_arguments_stop_with_a_message(arguments, capsys):
         serving.main(arguments)
     message = str(stopped.value.code) + capsys.readouterr().err
     assert "demoserv-serve" in message
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def serve(tmp_path, *options, **environment):
+    """``demoserv-serve`` in ``tmp_path`` with ``options``, its log in ``tmp_path/log``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOSERV_")}
+    with open(tmp_path / "log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0", *options],
+            cwd=tmp_path,
+            env={**env, "DEMOSERV_SITE_URL": SITE_URL, **environment},
+            stdout=log,
+            stderr=log,
+        )
+
+
+def test_the_ready_file_means_it_answers_even_on_the_first_start(
+    tmp_path, catalogue, catalogue_dir
+):
+    ready = tmp_path / "ready"
+    ready.write_text("stale\n")  # left by an earlier run
+    process = serve(
+        tmp_path,
+        "--database=first.sqlite3",
+        f"--ready-file={ready}",
+        DEMOSERV_SEED_DIR=str(catalogue_dir),
+    )
+    try:
+
+        def announced():
+            try:
+                return ready.read_text() != "stale\n"
+            except FileNotFoundError:
+                return False
+
+        wait_for(lambda: announced() or process.poll() is not None, "the ready file")
+        assert process.poll() is None, (tmp_path / "log").read_text()
+        text = ready.read_text()
+        assert re.fullmatch(r"http://127\.0\.0\.1:[0-9]+\n", text)
+        # The database was built from the seed before the file was written: no 503.
+        with urllib.request.urlopen(f"{text.strip()}/api/v1/productions/", timeout=30) as answer:
+            assert answer.status == 200
+            assert json.load(answer)["count"] == len(catalogue["productions"])
+        assert (tmp_path / "first.sqlite3").is_file()  # --database: relative to the current folder
+    finally:
+        process.terminate()
+        process.wait(timeout=DEADLINE)
+
+
+def test_a_server_that_cannot_listen_leaves_no_ready_file(tmp_path, loaded_database):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ready = tmp_path / "ready"
+    ready.write_text("stale\n")
+    port = taken.getsockname()[1]
+    with taken:
+        process = serve(
+            tmp_path,
+            f"--listen=127.0.0.1:{port}",
+            f"--database={loaded_database}",
+            f"--ready-file={ready}",
+            DEMOSERV_SEED_DIR="",
+        )
+        assert process.wait(timeout=DEADLINE) != 0
+    assert not ready.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["log"]  # no temporary file left
+
+
+def test_help_says_where_the_database_is(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        serving.main(["--help"])
+    assert stopped.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--database PATH" in text and "--ready-file PATH" in text and "--version" in text
+    # Flask's instance folder of this installation, where demoserv.sqlite3 is by default.
+    assert (
+        f"demoserv.sqlite3 in the instance folder, here {Flask('demoserv').instance_path}." in text
+    )

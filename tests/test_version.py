@@ -1,11 +1,13 @@
-"""One version, said in demoserv/version.py: the package metadata, flask version and
-the OpenAPI document all give it."""
+"""One version, said in demoserv/version.py: the package metadata, demoserv-serve
+--version, flask version and the OpenAPI document all give it."""
 
 import importlib.metadata
 import tomllib
 from pathlib import Path
 
-from demoserv import __version__, create_app
+import pytest
+
+from demoserv import __version__, create_app, serving
 from demoserv.openapi import build
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
@@ -19,6 +21,13 @@ def test_the_package_metadata_reads_the_version_module():
     assert dynamic == {"attr": "demoserv.version.__version__"}
     # The installed metadata (a reinstall updates it after the version changes).
     assert importlib.metadata.version("demoserv") == __version__
+
+
+def test_demoserv_serve_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        serving.main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"demoserv {__version__}\n"
 
 
 def test_flask_version_command(loaded_database):
