@@ -10,6 +10,8 @@ from demoserv.catalogue import load_catalogue
 from . import catalogue_factory
 from .openapi_check import ValidatingClient
 
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs client projects' tests
+
 SITE_URL = "https://site.example"
 # The test catalogue's random seed; any seed gives a catalogue the suite must pass on.
 SEED = int(os.environ.get("DEMOSERV_TEST_SEED", "1"))
