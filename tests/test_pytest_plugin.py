@@ -172,3 +172,14 @@ def test_a_missing_catalogue_is_an_error_naming_it(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*demoserv_catalogue: *nowhere does not exist*"])
+
+
+def test_a_server_that_stops_before_it_is_ready_is_reported_with_its_log(tmp_path, monkeypatch):
+    from demoserv.pytest_plugin import DemoservError, DemoservServer
+
+    monkeypatch.setenv("DEMOSERV_SERVICE_URL_FIELD", "no_such_field")  # stops it at start
+    with pytest.raises(DemoservError) as raised:
+        DemoservServer(tmp_path).start()
+    assert "stopped (exit 1) before it was ready" in str(raised.value)
+    assert "SERVICE_URL_FIELD is 'no_such_field'" in str(raised.value)  # the log's end
+    assert not (tmp_path / "ready").exists()
