@@ -18,8 +18,8 @@ from .version import __version__
 
 log = logging.getLogger(__name__)
 
-# The seed catalogue: copied into the package when a wheel is built (see setup.py), and
-# read from the top of the repository in a checkout (an editable install).
+# The seed catalogue: in a built package as demoserv/seed (pyproject.toml maps seed/
+# there), and read from the top of the repository in a checkout (an editable install).
 PACKAGED_SEED = Path(__file__).resolve().parent / "seed"
 CHECKOUT_SEED = Path(__file__).resolve().parent.parent / "seed"
 

@@ -1,9 +1,11 @@
-"""The seed catalogue in a built package: setup.py copies seed/ into it, and an
-installed (not editable) demoserv serves that copy. .ci/run checks the whole route: a
-wheel built from the sdist, installed outside the checkout, serving a seed record."""
+"""The seed catalogue in a built package: pyproject.toml maps ``seed/`` to the package
+``demoserv.seed``, and an installed (not editable) demoserv serves that copy. .ci/run
+checks the whole route: a wheel built from the sdist, installed outside the checkout,
+serving a seed record."""
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -12,12 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_a_build_carries_the_seed_and_serves_it(tmp_path):
     build = tmp_path / "lib"
     subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_py", f"--build-lib={build}"],
+        [
+            sys.executable,
+            "-c",
+            "from setuptools import setup; setup()",
+            "-q",
+            "build_py",
+            f"--build-lib={build}",
+        ],
         cwd=ROOT,
         check=True,
         capture_output=True,
     )
-    copies = sorted(p.name for p in (build / "demoserv" / "seed").iterdir())
+    copies = sorted(p.name for p in (build / "demoserv" / "seed").glob("*.jsonl"))
     sources = sorted(p.name for p in (ROOT / "seed").glob("*.jsonl"))
     assert copies == sources and "productions.jsonl" in copies
     for name in copies:
@@ -34,6 +43,19 @@ def test_a_build_carries_the_seed_and_serves_it(tmp_path):
         text=True,
     )
     assert found.stdout.strip() == str(build / "demoserv" / "seed")
+
+
+def test_every_package_is_built():
+    """The packages are listed by name (the seed is mapped among them): a new
+    subpackage left out of the list would be missing from every wheel."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        listed = set(tomllib.load(file)["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "demoserv").rglob("__init__.py")
+    }
+    assert found <= listed
+    assert listed - found == {"demoserv.seed"}
 
 
 def test_a_checkout_serves_its_seed_folder():
