@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from . import access_log, db, errors, guard, openapi, pipeline, rendering
+from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
@@ -32,6 +32,10 @@ DEFAULTS = {
     # The name of the field holding a record's public page: "service_url", or the
     # upstream's own "demozoo_url" for programs written for the upstream API.
     "SERVICE_URL_FIELD": "service_url",
+    # Threads each server process runs requests on, where the server cannot say
+    # (demoserv-serve says): up to half of them may wait for a turn to find a new
+    # listing. None: new listings never wait, and get 503 while one is being found.
+    "SERVER_THREADS": None,
 }
 
 
@@ -60,6 +64,7 @@ def create_app(test_config=None, instance_path=None):
 
     errors.init_app(app)
     db.init_app(app)
+    listing.init_app(app)
     guard.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
