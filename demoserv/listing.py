@@ -123,7 +123,11 @@ class Turns:
 def init_app(app):
     """The app's turns, for ``SERVER_THREADS`` threads (None: unknown)."""
     threads = app.config["SERVER_THREADS"]
-    app.extensions["demoserv.turns"] = Turns(int(threads) if threads else None)
+    if threads in (None, ""):
+        threads = None
+    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"SERVER_THREADS is {threads!r}: expected a number of threads")
+    app.extensions["demoserv.turns"] = Turns(threads)
 
 
 def serve_with_threads(app, threads):

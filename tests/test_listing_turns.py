@@ -5,7 +5,7 @@ thread count is unknown, or the server runs one request at a time, none does (a 
 
 import pytest
 
-from demoserv import listing, serving
+from demoserv import create_app, listing, serving
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 FOUND_BEFORE = "/api/v1/productions/?released_since=1993-06"
@@ -100,6 +100,19 @@ def test_the_turn_is_given_back(client, app):
     turn = app.extensions["demoserv.turns"]._turn
     assert turn.acquire(blocking=False)
     turn.release()
+
+
+@pytest.mark.parametrize("threads", ["16", 0, -4, True, 2.5])
+def test_server_threads_must_be_a_number_of_threads(make_app, loaded_database, threads):
+    with pytest.raises(ValueError, match="SERVER_THREADS is .*: expected a number of threads"):
+        make_app(loaded_database, SERVER_THREADS=threads)
+
+
+def test_server_threads_from_the_environment(loaded_database, monkeypatch):
+    monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    monkeypatch.setenv("DEMOSERV_SERVER_THREADS", "16")
+    assert create_app().extensions["demoserv.turns"].waiters() == 7
 
 
 def test_each_app_has_its_own_turns(make_app, loaded_database):
