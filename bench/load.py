@@ -684,37 +684,25 @@ def attack_main(args):
     results, met = {"server": args.server}, True
     try:
         info = catalogue_info(base)
-        never_seen = NeverSeen(info)
-        if args.single:
+        common = {
+            "attackers": args.attackers,
+            "seconds": args.seconds,
+            "idle_seconds": args.idle_seconds,
+            "never_seen": NeverSeen(info),
+        }
+        readers = {"readers": args.readers, "think": args.think}
+        for name, who, measure, wanted, more in (
+            ("single_reader", "one reader", single_reader, args.single, {}),
+            ("readers", f"{args.readers} readers", attack, args.readers, readers),
+        ):
+            if not wanted:
+                continue
             print(
-                f"one reader alone for {args.idle_seconds:.0f} s, then beside "
-                f"{args.attackers} attackers for {args.seconds:.0f} s ({args.server}) ...",
+                f"{who} alone for {args.idle_seconds:.0f} s, then beside {args.attackers} "
+                f"attackers for {args.seconds:.0f} s ({args.server}) ...",
                 flush=True,
             )
-            results["single_reader"] = single_reader(
-                base,
-                info,
-                attackers=args.attackers,
-                seconds=args.seconds,
-                idle_seconds=args.idle_seconds,
-                never_seen=never_seen,
-            )
-        if args.readers:
-            print(
-                f"{args.readers} readers alone for {args.idle_seconds:.0f} s, then beside "
-                f"{args.attackers} attackers for {args.seconds:.0f} s ({args.server}) ...",
-                flush=True,
-            )
-            results["readers"] = attack(
-                base,
-                info,
-                readers=args.readers,
-                attackers=args.attackers,
-                seconds=args.seconds,
-                idle_seconds=args.idle_seconds,
-                think=args.think,
-                never_seen=never_seen,
-            )
+            results[name] = measure(base, info, **common, **more)
     finally:
         stop(process)
     args.work.mkdir(parents=True, exist_ok=True)
