@@ -479,7 +479,8 @@ def _attackers(base, info, attackers, seen, seed, started, stop, results):
 class Attack:
     """``attackers`` clients sending only never-seen listings, in a process of their own
     (so that they do not take the measuring clients' interpreter), from ``with`` to its
-    end; then ``latency`` and ``statuses`` hold what they got."""
+    end; then ``latency`` and ``statuses`` hold what they got. The process is spawned:
+    a script that uses this needs ``if __name__ == "__main__":``."""
 
     def __init__(self, base, info, attackers, never_seen):
         self.never_seen = never_seen  # learns the listings they asked for
@@ -496,9 +497,11 @@ class Attack:
             target=_attackers, args=(*self.arguments, self.started, self.stop, self.results)
         )
         self.process.start()
-        if not self.started.wait(60):
-            self.process.terminate()
-            raise RuntimeError("the attackers did not start")
+        deadline = time.monotonic() + 60
+        while not self.started.wait(0.5):
+            if not self.process.is_alive() or time.monotonic() > deadline:
+                self.process.terminate()
+                raise RuntimeError("the attackers did not start")
         return self
 
     def __exit__(self, *exc):
