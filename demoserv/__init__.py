@@ -3,12 +3,13 @@
 import gc
 import logging
 import os
+import sys
 from pathlib import Path
 
 import click
 from flask import Flask
 
-from . import access_log, db, errors, guard, openapi, pipeline, rendering
+from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
@@ -39,7 +40,17 @@ DEFAULTS = {
     # The name of the field holding a record's public page: "service_url", or the
     # upstream's own "demozoo_url" for programs written for the upstream API.
     "SERVICE_URL_FIELD": "service_url",
+    # Threads each server process runs requests on, where the server cannot say
+    # (demoserv-serve says): up to half of them may wait for a turn to find a new
+    # listing. None: new listings never wait, and get 503 while one is being found.
+    "SERVER_THREADS": None,
 }
+
+
+# Seconds a thread may hold the interpreter while others want it (Python's default: 5 ms).
+# A request waits about that long each time it needs the interpreter back from a
+# thread that is finding a new listing; a page takes 1 to 2 ms.
+SWITCH_INTERVAL = 0.001
 
 
 def create_app(test_config=None, instance_path=None):
@@ -67,6 +78,7 @@ def create_app(test_config=None, instance_path=None):
 
     errors.init_app(app)
     db.init_app(app)
+    listing.init_app(app)
     guard.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
@@ -83,11 +95,13 @@ def serving_app():
     """The app as a server process runs it (``waitress-serve --call
     demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
     process, which ``create_app`` leaves alone: the access log on standard error (unless
-    logging is configured already), and what start-up allocated kept out of the cyclic
-    collector's full passes, which would otherwise walk it while serving."""
+    logging is configured already); what start-up allocated kept out of the cyclic
+    collector's full passes, which would otherwise walk it while serving; and a shorter
+    interpreter switch interval (``SWITCH_INTERVAL``)."""
     app = create_app()
     access_log.configure(app)
     gc.freeze()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     return app
 
 

@@ -14,19 +14,26 @@ later pages of a listing cost a slice.
 
 Finding a new listing takes the CPU for milliseconds to a few hundred; pages already
 found take it for far less. So that clients who ask only for new listings cannot take
-the CPU from everyone else, new listings are found one at a time in the process; a
-request waits for its turn at most ``WAIT_SECONDS``, and while ``MAX_WAITING`` requests
-wait, another is answered at once with 503 and ``Retry-After`` (``Busy``). While requests
-queue for turns, finding listings takes at most ``LISTING_SHARE`` of the time. Pages of
-listings already found never wait.
+the CPU, or the server's threads, from everyone else, new listings are found one at a
+time in the process (``Turns``, one an app). How many requests may wait for that turn
+depends on what the server can afford: with T threads a process (``SERVER_THREADS``, which
+``demoserv-serve`` sets itself), at most T // 2 - 1 wait, at most ``WAIT_SECONDS``
+each, so that at least half the threads stay free; where the thread count is unknown,
+or the server runs one request at a time (``wsgi.multithread`` false), none waits. A
+request that may not wait is answered at once with 503 and ``Retry-After`` (``Busy``).
+While others want turns, finding listings takes at most ``LISTING_SHARE`` of the time;
+in a process that runs one request at a time, whose waiting clients it cannot see,
+always. Pages of listings already found never wait.
 """
 
 import functools
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np
+from flask import current_app, request
 from sqlalchemy import func, select
 
 from . import tables
@@ -36,7 +43,6 @@ ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
 PROTECTED_SHARE = 0.75  # of CACHE_BYTES, for listings asked for more than once
 CHUNK = 20_000  # rows read at a time when the columns are built
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
-MAX_WAITING = 8  # requests that may wait for that turn at once (demoserv-serve: 16 threads)
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
 
 
@@ -44,26 +50,58 @@ class Busy(Exception):
     """New listings are being found for other requests; retry in a second."""
 
 
-class _Turns:
-    """One new listing found at a time in the process, with a bounded queue, and while
-    requests queue for turns, at most ``LISTING_SHARE`` of the time spent finding them:
-    after a turn that took t, with others waiting, the next starts no sooner than
-    t × (1 / LISTING_SHARE - 1) later, so that however many new listings clients ask for,
-    other requests get the rest of the machine. A client asking for new listings one
-    after the other, alone, never waits."""
+class Turns:
+    """One new listing found at a time in the process, with a queue bounded by the
+    server's threads, and while others want turns, at most ``LISTING_SHARE`` of the time
+    spent finding them: after a turn that took t, with others waiting or turned away,
+    the next starts no sooner than t × (1 / LISTING_SHARE - 1) later, so that however
+    many new listings clients ask for, other requests get the rest of the machine.
 
-    def __init__(self, clock=time.monotonic, sleep=time.sleep):
+    ``threads`` is the number of threads a server process runs requests on (None when
+    unknown). Requests wait for a turn only in a server with known threads, at most
+    ``threads // 2 - 1`` at once; elsewhere a request that would wait, or start a turn
+    before the rest is over, is answered 503 at once: a held thread is one that other
+    clients would queue behind. In a server that runs one request at a time, the others
+    wait outside the process, so the rest follows every turn. A client asking for new
+    listings one after the other, alone, in a threaded server, never waits."""
+
+    def __init__(self, threads=None, clock=time.monotonic, sleep=time.sleep):
+        self.threads = threads
         self._turn = threading.Lock()
         self._guard = threading.Lock()
         self._waiting = 0
+        self._turned_away = 0  # since the last turn ended
         self._clock, self._sleep = clock, sleep
         self._free_at = 0.0  # when the next turn may start
-        self._started = 0.0
 
-    def __enter__(self):
+    def waiters(self, multithread=True):
+        """How many requests may wait for a turn at once."""
+        if not multithread or not self.threads:
+            return 0
+        return max(0, self.threads // 2 - 1)
+
+    @contextmanager
+    def turn(self, multithread=True):
+        """Hold the turn for the ``with`` block; raises Busy if it cannot be had.
+        ``multithread``: whether the server runs other requests meanwhile."""
+        waiters = self.waiters(multithread)
+        self._take(waiters)
+        started = self._clock()
+        try:
+            yield self
+        finally:
+            ended = self._clock()
+            with self._guard:
+                wanted = self._waiting > 0 or self._turned_away > 0 or not multithread
+                self._turned_away = 0
+            self._free_at = ended + (ended - started) * (1 / LISTING_SHARE - 1) if wanted else 0
+            self._turn.release()
+
+    def _take(self, waiters):
         if not self._turn.acquire(blocking=False):
             with self._guard:
-                if self._waiting >= MAX_WAITING:
+                if self._waiting >= waiters:
+                    self._turned_away += 1
                     raise Busy
                 self._waiting += 1
             try:
@@ -74,19 +112,34 @@ class _Turns:
                     self._waiting -= 1
         rest = self._free_at - self._clock()
         if rest > 0:
+            if not waiters:  # no thread may be held, not even to rest
+                with self._guard:
+                    self._turned_away += 1
+                self._turn.release()
+                raise Busy
             self._sleep(rest)
-        self._started = self._clock()
-        return self
-
-    def __exit__(self, *exc):
-        ended = self._clock()
-        with self._guard:
-            queued = self._waiting > 0
-        self._free_at = ended + (ended - self._started) * (1 / LISTING_SHARE - 1) if queued else 0
-        self._turn.release()
 
 
-TURNS = _Turns()
+def init_app(app):
+    """The app's turns, for ``SERVER_THREADS`` threads (None: unknown)."""
+    threads = app.config["SERVER_THREADS"]
+    if threads in (None, ""):
+        threads = None
+    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"SERVER_THREADS is {threads!r}: expected a number of threads")
+    app.extensions["demoserv.turns"] = Turns(threads)
+
+
+def serve_with_threads(app, threads):
+    """Tell ``app`` that its server runs requests on ``threads`` threads a process."""
+    app.extensions["demoserv.turns"].threads = threads
+
+
+def turn():
+    """The current app's turn to find a new listing, for the current request:
+    ``with turn(): ...`` raises Busy when it cannot be had."""
+    turns = current_app.extensions["demoserv.turns"]
+    return turns.turn(request.environ.get("wsgi.multithread", False))
 
 
 def _size(ids):
@@ -295,7 +348,7 @@ class Listings:
         found = self._kept(key)
         if found is not None:
             return found
-        with TURNS:
+        with turn():
             with self._lock:  # found by another request while this one waited?
                 found = self._find(key)
             if found is not None:

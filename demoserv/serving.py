@@ -278,9 +278,10 @@ def main(argv=None):
             pass
     if arguments.database:
         os.environ["DEMOSERV_DATABASE"] = os.path.abspath(arguments.database)
-    from . import serving_app
+    from . import listing, serving_app
 
     app = serving_app()  # first, so that the service configures its own logging
+    listing.serve_with_threads(app, settings.get("threads", DEFAULTS["threads"]))
     waitress_log = logging.getLogger("waitress")
     if waitress_log.level == logging.NOTSET:
         waitress_log.setLevel(logging.INFO)

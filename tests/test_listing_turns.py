@@ -1,90 +1,230 @@
-"""New listings are found one at a time: a client asking only for new listings waits
-its turn, boundedly, and never holds up pages already found."""
+"""New listings are found one at a time, and what waits for that turn is bounded by what
+the server can afford: with N threads, at most N // 2 - 1 requests wait; where the
+thread count is unknown, or the server runs one request at a time, none does (a quick
+503 instead). Readers of single-key listings and of listings found before never wait."""
 
 import pytest
 
-from demoserv import listing
+from demoserv import create_app, listing, serving
+
+NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
+FOUND_BEFORE = "/api/v1/productions/?released_since=1993-06"
+READERS = (
+    "/api/v1/platforms/",
+    "/api/v1/productions/",
+    "/api/v1/productions/?ordering=-release_date_date&page=2",
+    "/api/v1/parties/?ordering=-start_date_date",
+)
 
 
-@pytest.fixture
-def turn_taken(monkeypatch):
-    """Another request is finding a new listing (the turn is taken)."""
-    monkeypatch.setattr(listing, "WAIT_SECONDS", 0.05)
-    assert listing.TURNS._turn.acquire(blocking=False)
-    yield
-    listing.TURNS._turn.release()
+class TakenTurn:
+    """The turn, held by another request: it is never free, and every attempt to wait
+    for it is recorded (the timeout it would wait)."""
+
+    def __init__(self):
+        self.waits = []
+
+    def acquire(self, blocking=True, timeout=-1):
+        if blocking:
+            self.waits.append(timeout)
+        return False
+
+    def release(self):
+        raise AssertionError("a request gave back a turn it did not hold")
 
 
-def test_found_listings_never_wait(client, turn_taken):
-    page = client.get("/api/v1/productions/?ordering=-release_date_date&page=2")
-    assert page.status_code == 200  # a single key's rank range: nothing to find
-    assert client.get(page.json["results"][0]["url"]).status_code == 200
+def under_attack(app, monkeypatch, waiting):
+    """The app's turn taken by an attacker's new listing, ``waiting`` others waiting."""
+    turns = app.extensions["demoserv.turns"]
+    taken = TakenTurn()
+    monkeypatch.setattr(turns, "_turn", taken)
+    monkeypatch.setattr(turns, "_waiting", waiting)
+    return taken
 
 
-def test_a_new_listing_waits_its_turn_then_gets_503(client, monkeypatch):
-    path = "/api/v1/productions/?released_since=1994-02-03"
-    monkeypatch.setattr(listing, "WAIT_SECONDS", 0.05)
-    assert listing.TURNS._turn.acquire(blocking=False)
-    try:
-        busy = client.get(path)
-        assert busy.status_code == 503
-        assert busy.headers["Retry-After"] == "1"
-        assert "new listings" in busy.json["detail"].lower()
-        monkeypatch.setattr(listing, "MAX_WAITING", 0)  # a full queue: no wait at all
-        assert client.get(path).status_code == 503
-    finally:
-        listing.TURNS._turn.release()
-    found = client.get(path)
-    assert found.status_code == 200 and found.json["count"] >= 0
-    # Once found, it is served while the turn is taken again.
-    assert listing.TURNS._turn.acquire(blocking=False)
-    try:
-        assert client.get(path + "&page=1").status_code == 200
-    finally:
-        listing.TURNS._turn.release()
+def test_how_many_may_wait_depends_on_the_server():
+    assert listing.Turns(16).waiters() == 7  # demoserv-serve: 8 threads stay free
+    assert listing.Turns(4).waiters() == 1  # waitress's default
+    assert listing.Turns(2).waiters() == listing.Turns(1).waiters() == 0
+    assert listing.Turns(None).waiters() == 0  # unknown: none
+    assert listing.Turns(16).waiters(multithread=False) == 0  # one request at a time
 
 
-def test_the_turn_is_given_back(client):
+@pytest.mark.parametrize("threads", [4, 16])
+def test_with_n_threads_and_the_attack_readers_are_served_without_waiting(
+    make_app, loaded_database, monkeypatch, threads
+):
+    app = make_app(loaded_database, SERVER_THREADS=threads)
+    client = app.test_client()
+    assert client.get(FOUND_BEFORE).status_code == 200
+    waiters = threads // 2 - 1
+    taken = under_attack(app, monkeypatch, waiting=waiters)  # as many as may wait
+    for path in (*READERS, FOUND_BEFORE, FOUND_BEFORE + "&page=1"):
+        assert client.get(path).status_code == 200, path
+    assert taken.waits == []  # no reader waited for the turn
+    busy = client.get(NEW_LISTING)  # one more would wait: it is answered at once
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "1"
+    assert "new listings" in busy.json["detail"].lower()
+    assert taken.waits == []
+    # With room in the queue, a new listing waits its turn (and here, never given it,
+    # gets 503 after WAIT_SECONDS).
+    app.extensions["demoserv.turns"]._waiting = waiters - 1
+    assert client.get(NEW_LISTING).status_code == 503
+    assert taken.waits == [listing.WAIT_SECONDS]
+
+
+@pytest.mark.parametrize(
+    "threads, multithread",
+    [(16, False), (None, False), (None, True)],
+    ids=["one-at-a-time-worker", "one-at-a-time-unknown", "threads-unknown"],
+)
+def test_a_new_listing_never_holds_a_thread_where_the_server_cannot_afford_it(
+    make_app, loaded_database, monkeypatch, threads, multithread
+):
+    """A sync worker (``wsgi.multithread`` false) would stop serving anyone while a
+    request waited; with threads unknown, waiting ones might hold them all."""
+    app = make_app(loaded_database, threaded=False, SERVER_THREADS=threads)
+    client = app.test_client()
+    assert client.get(FOUND_BEFORE, multithread=multithread).status_code == 200
+    taken = under_attack(app, monkeypatch, waiting=0)
+    busy = client.get(NEW_LISTING, multithread=multithread)
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "1"
+    assert taken.waits == []
+    for path in (*READERS, FOUND_BEFORE, FOUND_BEFORE + "&page=1"):
+        assert client.get(path, multithread=multithread).status_code == 200, path
+
+
+def test_the_turn_is_given_back(client, app):
     for day in range(1, 6):
         assert client.get(f"/api/v1/productions/?released_since=1993-01-0{day}").status_code == 200
-    assert listing.TURNS._turn.acquire(blocking=False)
-    listing.TURNS._turn.release()
+    turn = app.extensions["demoserv.turns"]._turn
+    assert turn.acquire(blocking=False)
+    turn.release()
 
 
-def test_finding_new_listings_takes_at_most_its_share_of_the_time_while_others_queue():
+@pytest.mark.parametrize("threads", ["16", 0, -4, True, 2.5])
+def test_server_threads_must_be_a_number_of_threads(make_app, loaded_database, threads):
+    with pytest.raises(ValueError, match="SERVER_THREADS is .*: expected a number of threads"):
+        make_app(loaded_database, SERVER_THREADS=threads)
+
+
+def test_server_threads_from_the_environment(loaded_database, monkeypatch):
+    monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    monkeypatch.setenv("DEMOSERV_SERVER_THREADS", "16")
+    assert create_app().extensions["demoserv.turns"].waiters() == 7
+
+
+def test_each_app_has_its_own_turns(make_app, loaded_database):
+    first, second = make_app(loaded_database), make_app(loaded_database)
+    assert first.extensions["demoserv.turns"] is not second.extensions["demoserv.turns"]
+
+
+def test_demoserv_serve_tells_the_app_its_threads(app, monkeypatch):
+    class Server:
+        def print_listen(self, text):
+            pass
+
+        def run(self):
+            pass
+
+    assert app.extensions["demoserv.turns"].waiters() == 0  # no SERVER_THREADS
+    monkeypatch.setattr("demoserv.serving_app", lambda: app)
+    monkeypatch.setattr(serving, "make_server", lambda app, **settings: Server())
+    serving.main(["--threads=6"])
+    assert app.extensions["demoserv.turns"].waiters() == 2
+    serving.main([])
+    assert app.extensions["demoserv.turns"].waiters() == serving.DEFAULTS["threads"] // 2 - 1
+
+
+class Clock:
+    """A clock of the test's own; ``sleep`` moves it on, and is recorded."""
+
+    def __init__(self):
+        self.now, self.slept = 100.0, []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+REST = 1 / listing.LISTING_SHARE - 1  # a turn that took t is followed by a rest of REST × t
+
+
+def test_while_others_wait_finding_new_listings_takes_at_most_its_share_of_the_time():
     """After a turn that took t while others waited for theirs, the next one starts
-    t × (1 / LISTING_SHARE - 1) later at the soonest; with nobody waiting, at once (on a clock
-    of the test's own, so nothing here sleeps)."""
-    now, slept = [100.0], []
-
-    def sleep(seconds):
-        slept.append(seconds)
-        now[0] += seconds
-
-    turns = listing._Turns(clock=lambda: now[0], sleep=sleep)
-    rest = 1 / listing.LISTING_SHARE - 1
-    with turns:
-        now[0] += 0.2  # finding a listing took 0.2 s, nobody waiting
-    with turns:
-        now[0] += 0.2
+    t × REST later at the soonest; with nobody waiting, at once."""
+    clock = Clock()
+    turns = listing.Turns(16, clock=clock, sleep=clock.sleep)
+    with turns.turn():
+        clock.now += 0.2  # finding a listing took 0.2 s, nobody waiting
+    with turns.turn():
+        clock.now += 0.2
         turns._waiting = 1  # another request queued meanwhile
-    assert slept == []
-    now[0] += 0.05  # the next turn comes 0.05 s later
-    with turns:
-        now[0] += 0.1
+    assert clock.slept == []
+    clock.now += 0.05  # the next turn comes 0.05 s later
+    with turns.turn():
+        clock.now += 0.1
         turns._waiting = 1
-    assert slept == [pytest.approx(0.2 * rest - 0.05)]
-    now[0] += 0.1 * rest + 0.01  # after the rest that turn earned: no wait
-    with turns:
+    assert clock.slept == [pytest.approx(0.2 * REST - 0.05)]
+    clock.now += 0.1 * REST + 0.01  # after the rest that turn earned: no wait
+    with turns.turn():
         turns._waiting = 1
-    assert len(slept) == 1
-    with pytest.raises(ZeroDivisionError), turns:  # a turn that failed counts too
-        now[0] += 0.3
+    assert len(clock.slept) == 1
+    with pytest.raises(ZeroDivisionError), turns.turn():  # a turn that failed counts too
+        clock.now += 0.3
         turns._waiting = 1
         1 / 0
-    with turns:
+    with turns.turn():
         turns._waiting = 0
-    assert slept[-1] == pytest.approx(0.3 * rest)
-    with turns:  # the last turn had nobody waiting
+    assert clock.slept[-1] == pytest.approx(0.3 * REST)
+    with turns.turn():  # the last turn had nobody waiting
         pass
-    assert len(slept) == 2
+    assert len(clock.slept) == 2
+
+
+def test_where_none_may_wait_the_rest_is_a_503_not_a_held_thread():
+    """Threads unknown: a request turned away during a turn earns that turn its rest,
+    and a new listing asked for during the rest is a 503 at once (nothing sleeps)."""
+    clock = Clock()
+    turns = listing.Turns(None, clock=clock, sleep=clock.sleep)
+    with turns.turn():
+        clock.now += 0.2  # alone: no rest
+    with turns.turn():
+        clock.now += 0.2
+        with pytest.raises(listing.Busy):  # another request, turned away
+            turns.turn().__enter__()
+    clock.now += 0.2 * REST - 0.01
+    with pytest.raises(listing.Busy):  # during the rest
+        turns.turn().__enter__()
+    clock.now += 0.02
+    with turns.turn():  # turned away during the rest: this turn earns one too
+        clock.now += 0.1
+    with pytest.raises(listing.Busy):
+        turns.turn().__enter__()
+    clock.now += 0.1 * REST + 0.01
+    with turns.turn():
+        pass
+    assert clock.slept == []
+    turn = turns._turn
+    assert turn.acquire(blocking=False)  # given back after every 503
+    turn.release()
+
+
+def test_in_a_server_of_one_request_at_a_time_every_turn_earns_its_rest():
+    """Its other clients wait outside the process, unseen: the rest follows every
+    turn, and a new listing asked for during it is a 503 at once."""
+    clock = Clock()
+    turns = listing.Turns(16, clock=clock, sleep=clock.sleep)
+    with turns.turn(multithread=False):
+        clock.now += 0.2
+    clock.now += 0.2 * REST - 0.01
+    with pytest.raises(listing.Busy):
+        turns.turn(multithread=False).__enter__()
+    clock.now += 0.02
+    with turns.turn(multithread=False):
+        pass
+    assert clock.slept == []

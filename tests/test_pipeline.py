@@ -4,11 +4,12 @@ what it does, and each check is shown to fail when its step is taken out."""
 import gc
 import gzip
 import logging
+import sys
 
 import pytest
 from flask import g
 
-from demoserv import create_app, pipeline, serving_app
+from demoserv import SWITCH_INTERVAL, create_app, pipeline, serving_app
 from demoserv.catalogue import load_catalogue
 
 
@@ -145,10 +146,10 @@ def bare_logging(monkeypatch):
 
 def test_create_app_leaves_the_process_alone(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
-    frozen = gc.get_freeze_count()
+    frozen, interval = gc.get_freeze_count(), sys.getswitchinterval()
     app = create_app({"DATABASE": str(loaded_database), "SEED_DIR": ""})  # not TESTING
     assert not app.testing
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == frozen and sys.getswitchinterval() == interval
     assert (package.handlers, package.propagate) == ([], True)
 
 
@@ -156,9 +157,12 @@ def test_serving_app_sets_up_the_process(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
     monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    interval = sys.getswitchinterval()
     try:
         serving_app()
         assert gc.get_freeze_count() > 0
         assert len(package.handlers) == 1 and not package.propagate
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) != interval
     finally:
         gc.unfreeze()
+        sys.setswitchinterval(interval)
