@@ -27,7 +27,7 @@ from sqlalchemy import (
 metadata = MetaData()
 # Bumped whenever a table, a column or the stored form of records changes: the server
 # refuses files of another schema.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _rank(name):

@@ -92,6 +92,7 @@ def test_options_describes_the_resource(client, path, name):
             "page",
             "ordering",
             "format",
+            "callback",
             "fields",
             "title",
             "platform",

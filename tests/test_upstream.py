@@ -5,6 +5,7 @@ under "Differences from the upstream": orders the upstream leaves to its databas
 
 import gzip
 import json
+import re
 import tarfile
 from itertools import groupby
 from pathlib import Path
@@ -175,6 +176,68 @@ def test_every_upstream_answer(golden, upstream_client):
     assert sum(compared.values()) == len(index), compared
     # Every detail record is compared whole; sub-resources and tied pages as above.
     assert compared["equal"] >= 4100, compared
+
+
+def _with_suffix(value, suffix):
+    """An upstream answer as the upstream serves it on a path with a format suffix: every
+    API address ends with the suffix in place of its trailing slash."""
+    if isinstance(value, dict):
+        return {key: _with_suffix(item, suffix) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_suffix(item, suffix) for item in value]
+    if isinstance(value, str) and value.startswith("http://testserver/api/v1/"):
+        return re.sub(r"/(\?|$)", suffix + r"\1", value, count=1)
+    return value
+
+
+def _suffixed_path(request, suffix):
+    path, _, query = request.partition("?")
+    path = path if path == "/api/v1/" else path[:-1]
+    return path + suffix + (f"?{query}" if query else "")
+
+
+def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(golden, upstream_client):
+    """The upstream's answers of every kind whose order is fixed (details, pages by id,
+    filtered pages, ``fields=``), asked with a format suffix, as JSONP and indented: the
+    same records, with the addresses and wrapping UPSTREAM.md records."""
+    index = json.loads((golden / "index.json").read_text())
+    chosen = [
+        request
+        for request in index
+        if ("ordering=id" in request or request.count("/") == 5)
+        and not any(key in request for key in DUPLICATING_FILTERS)
+        and "99999" not in request
+        and "notadate" not in request
+    ]
+    chosen = chosen[::15] + [r for r in chosen if "?" in r]
+    assert len(chosen) > 300
+    headers = {"Host": "testserver", "Accept": "application/json"}
+    for request in chosen:
+        wanted = json.loads((golden / index[request]).read_text())
+        for link in ("next", "previous"):
+            if isinstance(wanted, dict) and wanted.get(link):
+                wanted[link] = unquote(wanted[link])
+        for suffix in (".json", ".api"):
+            got = upstream_client.get(_suffixed_path(request, suffix), headers=headers).json
+            for link in ("next", "previous"):
+                if isinstance(got, dict) and got.get(link):
+                    got[link] = unquote(got[link])
+            assert _normalised(got) == _normalised(_with_suffix(wanted, suffix)), request
+        join = "&" if "?" in request else "?"
+        jsonp = upstream_client.get(f"{request}{join}format=jsonp&callback=cb", headers=headers)
+        assert jsonp.headers["Content-Type"] == "application/javascript; charset=utf-8"
+        assert jsonp.data.startswith(b"cb(") and jsonp.data.endswith(b")")
+        indented = upstream_client.get(
+            request, headers={**headers, "Accept": "application/json; indent=4"}
+        )
+        compact = upstream_client.get(request, headers=headers)
+        assert (
+            indented.data
+            == json.dumps(
+                compact.json, indent=4, ensure_ascii=False, separators=(",", ": ")
+            ).encode()
+        ), request
+        assert _normalised(json.loads(indented.data)) == _normalised(compact.json)
 
 
 def _dump(tmp_path, text, name="dump.sql.gz"):
