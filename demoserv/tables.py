@@ -50,6 +50,18 @@ def _owned(name, owner, *columns, position=True):
     return Table(name, metadata, *keys, *columns, sqlite_with_rowid=False)
 
 
+def _tagged(name, owner):
+    """A record's tags (from its ``tags`` column, at load), clustered by tag: the
+    ``tag`` filter reads the records of a tag as one contiguous range."""
+    return Table(
+        name,
+        metadata,
+        Column("tag", Text, primary_key=True),
+        Column(owner, Integer, primary_key=True),
+        sqlite_with_rowid=False,
+    )
+
+
 def _details(resource):
     return Table(f"{resource}_details", metadata, _id(), _doc())
 
@@ -252,6 +264,7 @@ bbses = Table(
     _doc(),
 )
 bbses_details = _details("bbses")
+bbs_tags = _tagged("bbs_tags", "bbs_id")
 bbstros = _owned("bbstros", "bbs_id", Column("production_id", Integer, nullable=False))
 bbs_staff = _owned(
     "bbs_staff",
@@ -289,6 +302,7 @@ productions = Table(
     _doc(),
 )
 productions_details = _details("productions")
+production_tags = _tagged("production_tags", "production_id")
 # role is "author" or "affiliation".
 production_nicks = Table(
     "production_nicks",

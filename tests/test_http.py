@@ -95,6 +95,8 @@ def test_options_describes_the_resource(client, path, name):
             "callback",
             "fields",
             "title",
+            "search",
+            "tag",
             "platform",
             "production_type",
             "supertype",

@@ -184,6 +184,10 @@ class Resource:
     def complete_detail(self, build, rows):
         """Likewise for the detail records (after ``complete``)."""
 
+    def search_statement(self):
+        """(id, text, ...) of every record in id order: the texts ``search`` looks in."""
+        return select(self.table.c.id, self.table.c.name).order_by(self.table.c.id)
+
     # Serving.
 
     def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
