@@ -19,8 +19,9 @@ a file already loaded) and measures what clients that ask only for listings nobo
 for before cost everyone else: ``--readers`` clients read normal pages (listings in every
 single-key order, records, the platforms page), alone for ``--idle-seconds`` and then
 for ``--seconds`` beside ``--attackers`` clients that send only never-seen listings (new
-dates, new pairs of ordering keys, deep and last pages, new titles, new id filters). The
-target: the readers' p99 under attack within 3x their idle p99, measured in the same run.
+dates, new pairs of ordering keys, deep and last pages, new titles, new id filters; with
+``--search``, only new searches and tags). The target: the readers' p99 under attack
+within 3x their idle p99, measured in the same run.
 """
 
 import argparse
@@ -32,6 +33,7 @@ import statistics
 import sys
 import threading
 import time
+import unicodedata
 from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
@@ -147,10 +149,11 @@ def catalogue_info(base):
     counts["releasers"] = get("/api/v1/releasers/")["count"]
     rng = random.Random(7)
     last = -(-counts["productions"] // 100)
-    titles, authors, production_ids, party_ids = [], set(), [], []
+    titles, authors, production_ids, party_ids, tags = [], set(), [], [], set()
     for page in rng.sample(range(1, last + 1), min(last, 20)):
         for record in get(f"/api/v1/productions/?ordering=id&page={page}")["results"]:
             titles.append(record["title"])
+            tags.update(record["tags"])
             production_ids.append(record["id"])
             authors.update(nick["releaser"]["id"] for nick in record["author_nicks"])
     for page in range(1, min(5, -(-counts["parties"] // 100)) + 1):
@@ -169,7 +172,18 @@ def catalogue_info(base):
         "urls": urls,
         "production_ids": production_ids,  # some of them
         "party_ids": party_ids,
+        "tags": sorted(tags),
     }
+
+
+def search_fold(text):
+    """The service's folding of a search (CONTRACT.md): NFD, marks dropped, lower case."""
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+# Lengths of the search terms measured one by one, and the words of several terms.
+SEARCH_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
 class NeverSeen:
@@ -195,6 +209,9 @@ class NeverSeen:
         "random_link_url",
         "pair",  # no filter: an ordering on two keys
         "everything",  # released before a far-future date: nearly every production
+        "search",  # a piece of a title's word, 1 to 16 characters
+        "search_words",  # two to four such pieces
+        "tag",  # one or two tags
     )
 
     def __init__(self, info, seed=1):
@@ -263,12 +280,40 @@ class NeverSeen:
         if kind == "random_link_url":
             url = "https://example.com/" + "".join(rng.choice(letters) for _ in range(16))
             return [("link_url", url)], url
+        if kind.startswith("search"):
+            if kind == "search_words":
+                terms = [self._term() for _ in range(rng.randint(2, 4))]
+            else:
+                length = int(kind.partition(":")[2] or rng.choice(SEARCH_LENGTHS))
+                terms = [self._term(length)]
+            canonical = tuple(sorted({search_fold(term) for term in terms}))
+            return [("search", " ".join(terms))], canonical
+        if kind == "tag":
+            chosen = sorted(
+                set(rng.sample(info["tags"], min(len(info["tags"]), rng.randint(1, 2))))
+            )
+            return [("tag", ",".join(chosen))], tuple(chosen)
         if kind == "pair":
             return [], None
         if kind == "everything":
             value, canonical = self._date(2100, 9999)
             return [("released_before", value)], canonical
         raise ValueError(kind)
+
+    def _term(self, length=None):
+        """A piece of a word of a title, of ``length`` characters (of a word of at least
+        that many letters; words are joined where none is long enough)."""
+        rng = self.rng
+        length = length or rng.choice(SEARCH_LENGTHS)
+        for _ in range(50):
+            words = rng.choice(self.info["titles"]).split()
+            word = rng.choice(words) if words else ""
+            if len(word) >= length:
+                break
+        else:
+            word = "".join(words) or "x" * length
+        start = rng.randint(0, max(0, len(word) - length))
+        return word[start : start + length]
 
     def paths(self, kind, count, orderings=None):
         """``count`` never-seen listings of one new value of ``kind``, each ordered by a
@@ -279,7 +324,10 @@ class NeverSeen:
         with self.lock:
             for _ in range(200):
                 parameters, canonical = self._filter(kind)
-                value = (kind.removeprefix("random_"), canonical)
+                value = (
+                    kind.removeprefix("random_").partition(":")[0].replace("_words", ""),
+                    canonical,
+                )
                 self.rng.shuffle(orderings)
                 fresh = [o for o in orderings if (value, o) not in self.seen][:count]
                 if len(fresh) == count:
@@ -298,12 +346,18 @@ class NeverSeen:
         return path if page is None else f"{path}&page={page}"
 
 
-def attack_request(never_seen, rng):
+# What the attackers of a ``search`` attack ask for: only new searches and tags.
+SEARCH_ATTACK = ("search", "search", "search_words", "tag")
+
+
+def attack_request(never_seen, rng, kinds=None):
     """One request of an attacking client: a never-seen listing, often a deep or the
-    last page (a page past the end is a 404, which costs the same listing)."""
+    last page (a page past the end is a 404, which costs the same listing); ``kinds``
+    replaces the filters it draws from."""
     last = max(1, -(-never_seen.info["counts"]["productions"] // 100))
     kind = rng.choice(
-        (
+        kinds
+        or (
             "everything",
             "everything",
             "released_since",
@@ -401,10 +455,12 @@ def attack(
     idle_seconds=20.0,
     think=0.01,
     never_seen=None,
+    kinds=None,
 ):
     """The readers' latency alone, then beside attackers sending only never-seen
-    listings. Readers read ``request_mix`` pages that answer 200 (each paged listing in
-    a single-key order, records, the platforms page), waiting ``think`` s between two."""
+    listings (of ``kinds`` of filter, if given: ``SEARCH_ATTACK``). Readers read
+    ``request_mix`` pages that answer 200 (each paged listing in a single-key order,
+    records, the platforms page), waiting ``think`` s between two."""
     counts = info["counts"]
     mix = request_mix(
         counts["productions"],
@@ -419,7 +475,7 @@ def attack(
         return rng.choice(normal)
 
     def attack_one(rng):
-        return attack_request(never_seen, rng)
+        return attack_request(never_seen, rng, kinds)
 
     host, port = base.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -427,7 +483,12 @@ def attack(
         connection.request(method, path, headers=headers)
         connection.getresponse().read()
     connection.close()
-    results = {"readers": readers, "attackers": attackers, "think_ms": think * 1000}
+    results = {
+        "readers": readers,
+        "attackers": attackers,
+        "think_ms": think * 1000,
+        "kinds": sorted(set(kinds)) if kinds else "every filter",
+    }
     for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
         started = time.monotonic()
         runs = [timed_clients(base, read, readers, length, think)]
@@ -462,7 +523,13 @@ def attack_table(results):
     return "\n".join(
         [
             f"{results['readers']} readers ({results['think_ms']:.0f} ms between requests), "
-            f"{results['attackers']} attackers sending only never-seen listings:",
+            f"{results['attackers']} attackers sending only never-seen listings"
+            + (
+                f" ({', '.join(results['kinds'])} only)"
+                if isinstance(results.get("kinds"), list)
+                else ""
+            )
+            + ":",
             "",
             "| clients | requests | requests/s | median (ms) | p99 (ms) | max (ms) | "
             "unexpected statuses | connection errors |",
@@ -507,6 +574,7 @@ def attack_main(args):
             seconds=args.seconds,
             idle_seconds=args.idle_seconds,
             think=args.think,
+            kinds=SEARCH_ATTACK if args.search else None,
         )
     finally:
         stop(process)
@@ -532,6 +600,9 @@ def main():
     parser.add_argument("--attackers", type=int, default=8)
     parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument("--think", type=float, default=0.01, help="readers' pause, seconds")
+    parser.add_argument(
+        "--search", action="store_true", help="--attack: attackers send only new searches and tags"
+    )
     args = parser.parse_args()
     if args.attack:
         sys.exit(attack_main(args))
