@@ -146,11 +146,9 @@ def negotiate():
     accepted, parameters = _accepted(JSON_TYPE)
     if accepted:
         request.indent = _indent(parameters)
-    elif fmt:
-        pass
-    elif _names_javascript():
+    elif not fmt and _names_javascript():
         request.callback = _callback()
-    elif not isinstance(request.routing_exception, RequestRedirect):
+    elif not fmt and not isinstance(request.routing_exception, RequestRedirect):
         raise APIError(406)  # a redirect is not an answer to negotiate
 
 
