@@ -15,14 +15,15 @@ written first with bench/generate_dump.py) with ``flask load``, starts ``demoser
   record; the parties with the most competition results; the most credited releasers,
   their ``productions`` and ``member_productions``;
 - listings nobody asked for before: for every filter of productions and every pair of
-  ordering keys, the first page and a last, deep or random page of fresh values;
+  ordering keys, the first page and a last, deep or random page of fresh values; new
+  searches of every term length from 1 to 16 characters and of several terms, and tags;
 - whether equivalent parameter values (``1991``, ``1991-01``, ``1991-01-01``) are one
   listing: the first spelling pays for the listing, the others should not;
 - the time to walk every page of productions by following ``next``;
 - requests per second of 32 clients over the mix of bench/load.py, against the same 32
   clients on the platforms page alone;
 - readers' latency alone and beside 8 clients sending only never-seen listings
-  (bench/load.py's attack);
+  (bench/load.py's attack), and beside 8 sending only new searches and tags;
 - server memory while 100,000 distinct never-seen listings are asked for, and the first
   request of a new listing before and after them;
 - the server's peak resident memory (VmHWM) over the whole run;
@@ -267,6 +268,12 @@ def database_facts(database):
                 "SELECT title FROM productions ORDER BY random() LIMIT 5000"
             )
         ]
+        tags = [
+            row[0]
+            for row in connection.execute(
+                "SELECT tag FROM production_tags GROUP BY tag ORDER BY count(*) DESC LIMIT 500"
+            )
+        ]
         authors_all = [
             row[0]
             for row in connection.execute(
@@ -291,6 +298,7 @@ def database_facts(database):
         "party_ids": party_ids,
         "urls": urls,
         "titles": titles,
+        "tags": tags,
         "authors": authors_all,
         "table_mb": {
             name: round(size / 1e6, 1)
@@ -371,8 +379,11 @@ def measure_never_seen(client, never_seen, rng, per_kind):
         deep, _ = client.timed(f"{deep_path}&page={rng.randint(1, pages)}")
         return first, max(last, deep), count
 
-    for kind in never_seen.KINDS:
-        if kind == "pair":
+    from load import SEARCH_LENGTHS
+
+    searches = [f"search:{length}" for length in SEARCH_LENGTHS]
+    for kind in [*never_seen.KINDS, *searches]:
+        if kind in ("pair", "search"):
             continue
         found = [one(kind) for _ in range(per_kind)]
         results[kind] = {
@@ -708,7 +719,7 @@ def main():
         for key in ("rich_productions", "big_parties", "credited_releasers", "affiliated_releasers")
     }
 
-    from load import NeverSeen, attack, catalogue_info
+    from load import SEARCH_ATTACK, NeverSeen, attack, catalogue_info
 
     process, base = start_demoserv(env, args.threads)
     try:
@@ -717,6 +728,7 @@ def main():
         rng = random.Random(1)
         info = catalogue_info(base)
         info.update(titles=facts["titles"], urls=facts["urls"], authors=facts["authors"])
+        info["tags"] = facts["tags"] or info["tags"]
         counts = info["counts"]
         results["counts"] = counts
         never_seen = NeverSeen(info, seed=2)
@@ -746,6 +758,16 @@ def main():
             seconds=args.attack_seconds,
             idle_seconds=args.idle_seconds,
             never_seen=never_seen,
+        )
+        save(args.work, results)
+        print("measuring the attack of never-seen searches and tags ...", flush=True)
+        results["search_attack"] = attack(
+            base,
+            info,
+            seconds=args.attack_seconds,
+            idle_seconds=args.idle_seconds,
+            never_seen=never_seen,
+            kinds=SEARCH_ATTACK,
         )
         save(args.work, results)
         print(f"asking for {args.listings:,} never-seen listings ...", flush=True)
@@ -878,6 +900,37 @@ def targets(results):
             attack["p99_ratio"] <= 3,
         )
     )
+    searching = results.get("search_attack")
+    if searching:
+        checks.append(
+            (
+                "readers' p99 beside 8 clients sending only new searches within 3x of idle",
+                f"{searching['attack']['p99_ms']:.0f} / {searching['idle']['p99_ms']:.0f} ms = "
+                f"{searching['p99_ratio']:.2f}x",
+                searching["p99_ratio"] <= 3,
+            )
+        )
+        search_kinds = {
+            name: n
+            for name, n in results["never_seen"].items()
+            if name.startswith(("search", "tag"))
+        }
+        name, first = max(search_kinds.items(), key=lambda item: item[1]["first_max_ms"])
+        checks.append(
+            (
+                "first page of a never-seen search or tag listing under 100 ms, every length",
+                f"max {first['first_max_ms']:.0f} ms ({name})",
+                first["first_max_ms"] < 100,
+            )
+        )
+        name, any_page = max(search_kinds.items(), key=lambda item: item[1]["any_page_max_ms"])
+        checks.append(
+            (
+                "any page of a never-seen search or tag listing under 250 ms, every length",
+                f"max {any_page['any_page_max_ms']:.0f} ms ({name})",
+                any_page["any_page_max_ms"] < 250,
+            )
+        )
     memory = results["memory"]
     checks.append(
         (
@@ -1029,6 +1082,8 @@ def report(results):
     throughput = results["throughput"]
     memory = results["memory"]
     lines += ["", attack_table(results["attack"]), ""]
+    if results.get("search_attack"):
+        lines += [attack_table(results["search_attack"]), ""]
     lines += [
         f"Throughput, {throughput['clients']} keep-alive clients, one after the other:",
         "",

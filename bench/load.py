@@ -31,6 +31,7 @@ default), ``waitress`` (``waitress-serve`` with README's flags and
 ``DEMOSERV_SERVER_THREADS``), ``waitress-defaults`` (``waitress-serve`` with its own
 settings), ``gunicorn-sync`` and ``gunicorn-gthread`` (two workers each, on ``wsgi.py``;
 gthread with 4 threads and ``DEMOSERV_SERVER_THREADS``), ``flask`` (``flask run``).
+With ``--search``, the attackers send only new searches and tags.
 """
 
 import argparse
@@ -43,6 +44,7 @@ import statistics
 import sys
 import threading
 import time
+import unicodedata
 from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
@@ -207,10 +209,11 @@ def catalogue_info(base):
     counts["releasers"] = get("/api/v1/releasers/")["count"]
     rng = random.Random(7)
     last = -(-counts["productions"] // 100)
-    titles, authors, production_ids, party_ids = [], set(), [], []
+    titles, authors, production_ids, party_ids, tags = [], set(), [], [], set()
     for page in rng.sample(range(1, last + 1), min(last, 20)):
         for record in get(f"/api/v1/productions/?ordering=id&page={page}")["results"]:
             titles.append(record["title"])
+            tags.update(record["tags"])
             production_ids.append(record["id"])
             authors.update(nick["releaser"]["id"] for nick in record["author_nicks"])
     for page in range(1, min(5, -(-counts["parties"] // 100)) + 1):
@@ -229,7 +232,18 @@ def catalogue_info(base):
         "urls": urls,
         "production_ids": production_ids,  # some of them
         "party_ids": party_ids,
+        "tags": sorted(tags),
     }
+
+
+def search_fold(text):
+    """The service's folding of a search (CONTRACT.md): NFD, marks dropped, lower case."""
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+# Lengths of the search terms measured one by one, and the words of several terms.
+SEARCH_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
 class NeverSeen:
@@ -255,6 +269,9 @@ class NeverSeen:
         "random_link_url",
         "pair",  # no filter: an ordering on two keys
         "everything",  # released before a far-future date: nearly every production
+        "search",  # a piece of a title's word, 1 to 16 characters
+        "search_words",  # two to four such pieces
+        "tag",  # one or two tags
     )
 
     def __init__(self, info, seed=1):
@@ -323,12 +340,40 @@ class NeverSeen:
         if kind == "random_link_url":
             url = "https://example.com/" + "".join(rng.choice(letters) for _ in range(16))
             return [("link_url", url)], url
+        if kind.startswith("search"):
+            if kind == "search_words":
+                terms = [self._term() for _ in range(rng.randint(2, 4))]
+            else:
+                length = int(kind.partition(":")[2] or rng.choice(SEARCH_LENGTHS))
+                terms = [self._term(length)]
+            canonical = tuple(sorted({search_fold(term) for term in terms}))
+            return [("search", " ".join(terms))], canonical
+        if kind == "tag":
+            chosen = sorted(
+                set(rng.sample(info["tags"], min(len(info["tags"]), rng.randint(1, 2))))
+            )
+            return [("tag", ",".join(chosen))], tuple(chosen)
         if kind == "pair":
             return [], None
         if kind == "everything":
             value, canonical = self._date(2100, 9999)
             return [("released_before", value)], canonical
         raise ValueError(kind)
+
+    def _term(self, length=None):
+        """A piece of a word of a title, of ``length`` characters (of a word of at least
+        that many letters; words are joined where none is long enough)."""
+        rng = self.rng
+        length = length or rng.choice(SEARCH_LENGTHS)
+        for _ in range(50):
+            words = rng.choice(self.info["titles"]).split()
+            word = rng.choice(words) if words else ""
+            if len(word) >= length:
+                break
+        else:
+            word = "".join(words) or "x" * length
+        start = rng.randint(0, max(0, len(word) - length))
+        return word[start : start + length]
 
     def paths(self, kind, count, orderings=None):
         """``count`` never-seen listings of one new value of ``kind``, each ordered by a
@@ -339,7 +384,10 @@ class NeverSeen:
         with self.lock:
             for _ in range(200):
                 parameters, canonical = self._filter(kind)
-                value = (kind.removeprefix("random_"), canonical)
+                value = (
+                    kind.removeprefix("random_").partition(":")[0].replace("_words", ""),
+                    canonical,
+                )
                 self.rng.shuffle(orderings)
                 fresh = [o for o in orderings if (value, o) not in self.seen][:count]
                 if len(fresh) == count:
@@ -358,12 +406,18 @@ class NeverSeen:
         return path if page is None else f"{path}&page={page}"
 
 
-def attack_request(never_seen, rng):
+# What the attackers of a ``search`` attack ask for: only new searches and tags.
+SEARCH_ATTACK = ("search", "search", "search_words", "tag")
+
+
+def attack_request(never_seen, rng, kinds=None):
     """One request of an attacking client: a never-seen listing, often a deep or the
-    last page (a page past the end is a 404, which costs the same listing)."""
+    last page (a page past the end is a 404, which costs the same listing); ``kinds``
+    replaces the filters it draws from."""
     last = max(1, -(-never_seen.info["counts"]["productions"] // 100))
     kind = rng.choice(
-        (
+        kinds
+        or (
             "everything",
             "everything",
             "released_since",
@@ -457,14 +511,15 @@ def _latency(latencies, elapsed):
     }
 
 
-def _attackers(base, info, attackers, seen, seed, started, stop, results):
+def _attackers(base, info, attackers, kinds, seen, seed, started, stop, results):
     """In a process of its own: ``attackers`` clients sending never-seen listings (none
-    of ``seen``) until ``stop`` is set; their latencies and statuses into ``results``."""
+    of ``seen``; of ``kinds`` of filter if given) until ``stop`` is set; their latencies
+    and statuses into ``results``."""
     never_seen = NeverSeen(info, seed)
     never_seen.seen = seen
 
     def attack_one(rng):
-        return attack_request(never_seen, rng)
+        return attack_request(never_seen, rng, kinds)
 
     statuses = Counter()
     run = timed_clients(
@@ -482,9 +537,9 @@ class Attack:
     end; then ``latency`` and ``statuses`` hold what they got. The process is spawned:
     a script that uses this needs ``if __name__ == "__main__":``."""
 
-    def __init__(self, base, info, attackers, never_seen):
+    def __init__(self, base, info, attackers, never_seen, kinds=None):
         self.never_seen = never_seen  # learns the listings they asked for
-        self.arguments = (base, info, attackers, never_seen.seen, never_seen.rng.random())
+        self.arguments = (base, info, attackers, kinds, never_seen.seen, never_seen.rng.random())
         self.latency, self.statuses = None, Counter()
 
     def __enter__(self):
@@ -526,10 +581,12 @@ def attack(
     idle_seconds=20.0,
     think=0.01,
     never_seen=None,
+    kinds=None,
 ):
     """The readers' latency alone, then beside attackers sending only never-seen
-    listings. Readers read ``request_mix`` pages that answer 200 (each paged listing in
-    a single-key order, records, the platforms page), waiting ``think`` s between two."""
+    listings (of ``kinds`` of filter, if given: ``SEARCH_ATTACK``). Readers read
+    ``request_mix`` pages that answer 200 (each paged listing in a single-key order,
+    records, the platforms page), waiting ``think`` s between two."""
     counts = info["counts"]
     mix = request_mix(
         counts["productions"],
@@ -549,9 +606,14 @@ def attack(
         connection.request(method, path, headers=headers)
         connection.getresponse().read()
     connection.close()
-    results = {"readers": readers, "attackers": attackers, "think_ms": think * 1000}
+    results = {
+        "readers": readers,
+        "attackers": attackers,
+        "think_ms": think * 1000,
+        "kinds": sorted(set(kinds)) if kinds else "every filter",
+    }
     for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
-        with Attack(base, info, attacking, never_seen) as attackers_run:
+        with Attack(base, info, attacking, never_seen, kinds) as attackers_run:
             started = time.monotonic()
             run = timed_clients(base, read, readers, length, think)
             for thread in run[0]:
@@ -570,10 +632,13 @@ def attack(
 SINGLE_READER_PATHS = ("/api/v1/platforms/", "/api/v1/productions/")
 
 
-def single_reader(base, info, attackers=8, seconds=30.0, idle_seconds=20.0, never_seen=None):
+def single_reader(
+    base, info, attackers=8, seconds=30.0, idle_seconds=20.0, never_seen=None, kinds=None
+):
     """One keep-alive client, without pauses, asking for the platforms page and the
     first page of productions in turn: alone, then beside ``attackers`` clients sending
-    only never-seen listings. Each path's latency in each phase, and the p99 ratios."""
+    only never-seen listings (of ``kinds`` of filter, if given). Each path's latency in
+    each phase, and the p99 ratios."""
     never_seen = never_seen or NeverSeen(info, seed=2)
     turn = iter(())
 
@@ -587,7 +652,7 @@ def single_reader(base, info, attackers=8, seconds=30.0, idle_seconds=20.0, neve
 
     results = {"attackers": attackers}
     for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
-        with Attack(base, info, attacking, never_seen) as attackers_run:
+        with Attack(base, info, attacking, never_seen, kinds) as attackers_run:
             by_path, started = {}, time.monotonic()
             run = timed_clients(base, read, 1, length, by_path=by_path)
             for thread in run[0]:
@@ -643,7 +708,13 @@ def attack_table(results):
     return "\n".join(
         [
             f"{results['readers']} readers ({results['think_ms']:.0f} ms between requests), "
-            f"{results['attackers']} attackers sending only never-seen listings:",
+            f"{results['attackers']} attackers sending only never-seen listings"
+            + (
+                f" ({', '.join(results['kinds'])} only)"
+                if isinstance(results.get("kinds"), list)
+                else ""
+            )
+            + ":",
             "",
             "| clients | requests | requests/s | median (ms) | p99 (ms) | max (ms) | "
             "unexpected statuses | connection errors |",
@@ -692,6 +763,7 @@ def attack_main(args):
             "seconds": args.seconds,
             "idle_seconds": args.idle_seconds,
             "never_seen": NeverSeen(info),
+            "kinds": SEARCH_ATTACK if args.search else None,
         }
         readers = {"readers": args.readers, "think": args.think}
         for name, who, measure, wanted, more in (
@@ -751,6 +823,9 @@ def main():
     parser.add_argument("--attackers", type=int, default=8)
     parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument("--think", type=float, default=0.01, help="readers' pause, seconds")
+    parser.add_argument(
+        "--search", action="store_true", help="--attack: attackers send only new searches and tags"
+    )
     args = parser.parse_args()
     if args.attack:
         sys.exit(attack_main(args))

@@ -2,8 +2,9 @@
 
 A catalogue file never changes while it is served, so an answer is fixed by the
 catalogue version and the request's address: the ETag is derived from those (and the
-site URL the records link to) without looking at the body, and a request that already
-holds it is answered 304 before any query runs. A load gives a new version, and so new
+site URL the records link to, and the form the Accept header chose: JSONP, indentation)
+without looking at the body, and a request that already holds it is answered 304 before
+any query runs. A load gives a new version, and so new
 ETags. Compressed answers carry the ETag with a ``-gzip`` or ``-br`` suffix, as they are
 different bytes; either form matches.
 """
@@ -16,7 +17,7 @@ from werkzeug.http import http_date, parse_date
 
 from .compression import encoded_tag
 from .db import CatalogueUnavailable, get_catalogue
-from .rendering import under_api_prefix
+from .rendering import representation_key, under_api_prefix
 
 ENCODING_SUFFIXES = ("-gzip", "-br")
 
@@ -24,7 +25,14 @@ ENCODING_SUFFIXES = ("-gzip", "-br")
 def _tag():
     catalogue = get_catalogue()
     digest = hashlib.sha256(
-        "\0".join((catalogue.version, request.url, current_app.config["SITE_URL"])).encode()
+        "\0".join(
+            (
+                catalogue.version,
+                request.url,
+                current_app.config["SITE_URL"],
+                representation_key(),
+            )
+        ).encode()
     ).hexdigest()[:32]
     return f'"{digest}"'
 

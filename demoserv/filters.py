@@ -5,7 +5,7 @@ the listing queries, OPTIONS and the OpenAPI document all read that declaration.
 An empty value (``title=``) is no filter, as real clients send empty parameters. A bad
 value is a 400 naming the parameter, and so is a filter whose data the catalogue lacks.
 A parameter given twice takes its last value, except for the repeatable id filters,
-whose values are OR-ed. Equivalent values (``1991`` and ``1991-01-01``; ``7``, ``07``
+whose values are OR-ed, and ``tag``, whose tags are all required. Equivalent values (``1991`` and ``1991-01-01``; ``7``, ``07``
 and ``7,7``) give the same key, so that they are one listing.
 """
 
@@ -16,7 +16,16 @@ import numpy as np
 from sqlalchemy import func, select
 
 from .errors import APIError
-from .shared import ID_PATTERN, MAX_ID, date_key, name_key, partial_date_error, timestamp_key
+from .listing import search_arrays
+from .shared import (
+    ID_PATTERN,
+    MAX_ID,
+    date_key,
+    name_key,
+    partial_date_error,
+    search_fold,
+    timestamp_key,
+)
 
 _ID = re.compile(ID_PATTERN)
 
@@ -64,16 +73,27 @@ class Filter:
         if self.array is not None:
             return self.array_mask(columns.arrays[f"filter:{self.column}"], value)
         column, condition = self.matching(table, value)
-        # The ids as one text, parsed at once in C: a row per id would cost ten times as
-        # much for the tens of thousands of ids a broad filter finds, and splitting the
-        # text into strings nine times as much (22 against 2.4 ms for 200,000 ids, all
-        # of it holding the interpreter's lock).
-        text = connection.execute(select(func.group_concat(column)).where(condition)).scalar()
-        ids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
-        return columns.mask_of_ids(ids)
+        return _mask_of_found(
+            columns, connection, select(func.group_concat(column)).where(condition)
+        )
 
     def array_mask(self, values, value):
         raise NotImplementedError
+
+    def stored_arrays(self, connection, resource):
+        """(name, array) pairs that the filter needs stored at load beyond its column."""
+        return ()
+
+
+def _mask_of_found(columns, connection, statement):
+    """The mask of the ids that ``statement`` (a ``group_concat`` of ids) finds. The ids
+    come as one text, parsed at once in C: a row per id would cost ten times as much for
+    the tens of thousands of ids a broad filter finds, and splitting the text into
+    strings nine times as much (22 against 2.4 ms for 200,000 ids, all of it holding the
+    interpreter's lock)."""
+    text = connection.execute(statement).scalar()
+    ids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
+    return columns.mask_of_ids(ids)
 
 
 @dataclass(frozen=True)
@@ -309,6 +329,70 @@ class LinkUrl(Filter):
 
     def matching(self, table, value):
         return self.link.c[self.owner], self.link.c.url == value
+
+
+@dataclass(frozen=True)
+class Tagged(Filter):
+    """Records carrying every tag named (repeatable, and a value may name several tags
+    separated by commas; tags are lower-case as stored, the value is lower-cased), found
+    on the tag table's primary key (tag, record)."""
+
+    link: object = None  # the tag table: (tag, owner)
+    owner: str = ""
+    repeatable = True
+    schema = {"type": "array", "items": {"type": "string"}}
+
+    def normalise(self, values):
+        tags = {part.strip().lower() for value in values for part in value.split(",")}
+        return tuple(sorted(tags - {""})) or None
+
+    def mask(self, columns, value, connection, table):
+        # One range of the table's key per tag, the masks intersected: no sort of the
+        # rows of several tags together.
+        found = None
+        for tag in value:
+            statement = select(func.group_concat(self.link.c[self.owner])).where(
+                self.link.c.tag == tag
+            )
+            mask = _mask_of_found(columns, connection, statement)
+            found = mask if found is None else found & mask
+            if not found.any():
+                break
+        return found
+
+
+MAX_SEARCH = 200  # characters of a search
+
+
+def search_help(what, text):
+    return (
+        f"Only {what} whose {text} contains every word of this text (words separated by "
+        f"spaces), ignoring case and accents; at most {MAX_SEARCH} characters."
+    )
+
+
+@dataclass(frozen=True)
+class Search(Filter):
+    """Records whose text (the resource's ``search_text``: a title, a name, nicks)
+    contains every whitespace-separated term of the value, both folded by
+    ``shared.search_fold`` (accents and case ignored). Found in memory over the folded
+    texts stored at load (listing.py), not with a full-text index."""
+
+    schema = {"type": "string", "maxLength": MAX_SEARCH}
+
+    def normalise(self, values):
+        if len(values[-1]) > MAX_SEARCH:
+            raise _invalid(self.parameter, f"at most {MAX_SEARCH} characters")
+        terms = {search_fold(term) for term in values[-1].split()} - {""}
+        # A term inside another term finds nothing more.
+        kept = {term for term in terms if not any(term in other for other in terms - {term})}
+        return tuple(sorted(kept)) or None
+
+    def mask(self, columns, value, connection, table):
+        return columns.search(value)
+
+    def stored_arrays(self, connection, resource):
+        return search_arrays(connection.execute(resource.search_statement()))
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,13 @@
 (``service_url``). The only code that builds either.
 
 Records are built once, at load, with markers in place of what depends on the request
-or the configuration: ``\\x00A`` the API root, ``\\x00F`` the ``?format=`` suffix,
-``\\x00S`` the site URL. A catalogue never holds a NUL character in its text, so a
-marker cannot be data. Records are stored as templates in which each marker, and the
-name of the page-address field, is a key of bytes %-formatting (``shared.to_template``);
-``resolver`` puts each request's values, and the field name that ``SERVICE_URL_FIELD``
-asks for, in their place in one pass.
+or the configuration: ``\\x00A`` the API root, ``\\x00F`` the end of an address (its
+trailing slash and ``?format=`` suffix, or a format suffix in its place: ``/``,
+``/?format=json``, ``.json``), ``\\x00S`` the site URL. A catalogue never holds a NUL
+character in its text, so a marker cannot be data. Records are stored as templates in
+which each marker, and the name of the page-address field, is a key of bytes
+%-formatting (``shared.to_template``); ``resolver`` puts each request's values, and the
+field name that ``SERVICE_URL_FIELD`` asks for, in their place in one pass.
 """
 
 from contextvars import ContextVar
@@ -22,7 +23,7 @@ from .rendering import API_PREFIX, response_format
 @dataclass(frozen=True)
 class LinkStyle:
     api_root: str  # ends with "/"
-    suffix: str  # "" or "?format=..."
+    suffix: str  # what ends an address: "/", "/?format=..." or ".json" in place of the "/"
     site: str  # no trailing "/"
 
 
@@ -31,13 +32,22 @@ _style = ContextVar("demoserv_link_style", default=None)
 
 
 def request_style():
-    """The addresses of the request being served."""
-    fmt = response_format()
+    """The addresses of the request being served: on a path with a format suffix
+    (``/productions.json``) every address carries that suffix in place of its trailing
+    slash; otherwise a ``format`` parameter is carried as ``?format=``."""
     return LinkStyle(
         request.site_root + API_PREFIX + "/",
-        f"?format={fmt}" if fmt else "",
+        address_end(request.path_format, response_format()),
         current_app.config["SITE_URL"].rstrip("/"),
     )
+
+
+def address_end(path_format, query_format):
+    """What ends every address of an answer: ``.<path_format>`` in place of the trailing
+    slash, or the slash and ``?format=<query_format>``, or the slash alone."""
+    if path_format:
+        return f".{path_format}"
+    return f"/?format={query_format}" if query_format else "/"
 
 
 def use_style(style):
@@ -50,11 +60,11 @@ def reset_style(token):
 
 
 def api_url(resource, record_id=None):
-    """``{root}<resource>/[<id>/]{suffix}``."""
+    """``{root}<resource>[/<id>]{suffix}`` (the suffix holds the trailing slash)."""
     style = _style.get() or request_style()
     if record_id is None:
-        return f"{style.api_root}{resource}/{style.suffix}"
-    return f"{style.api_root}{resource}/{record_id}/{style.suffix}"
+        return f"{style.api_root}{resource}{style.suffix}"
+    return f"{style.api_root}{resource}/{record_id}{style.suffix}"
 
 
 def site_url(path):

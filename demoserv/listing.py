@@ -37,11 +37,17 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from . import tables
+from .shared import search_fold
 
 CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
 ENTRY_OVERHEAD = 256  # bytes an empty listing counts for
 PROTECTED_SHARE = 0.75  # of CACHE_BYTES, for listings asked for more than once
 CHUNK = 20_000  # rows read at a time when the columns are built
+# The folded search texts: each record's text and a separator (a term holds no space),
+# and for every byte the record it belongs to, as the first record of its block of
+# 2**TEXT_BLOCK bytes plus one byte (a block meets at most 256 records).
+TEXT_SEPARATOR = b"\n"
+TEXT_BLOCK = 8
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
 
@@ -163,6 +169,8 @@ def build_columns(connection, resource):
         selected.append(_dense_rank(key.column).label(f"group:{name}"))
     for column in dict.fromkeys(f.column for f in resource.filters if f.array is not None):
         selected.append(table.c[column].label(f"filter:{column}"))  # one array a column
+    for item in resource.filters:
+        yield from item.stored_arrays(connection, resource)
     count = connection.execute(select(func.count()).select_from(table)).scalar_one()
     for column in selected:
         name = column.name
@@ -182,6 +190,42 @@ def build_columns(connection, resource):
             array[filled : filled + len(part)] = part
             filled += len(rows)
         yield name, array
+
+
+def search_arrays(rows):
+    """The arrays of the ``search`` filter from ``rows`` of (id, text, ...) in id order
+    (the texts of a record: its title or name, nicks, ...): ``search:text``, every
+    record's folded texts in UTF-8, each followed by a separator; ``search:starts``,
+    where each record's bytes start; and ``search:block`` and ``search:offset``, which
+    give the record of any byte (listing.Columns.search)."""
+    parts = []
+    for row in rows:
+        text = " ".join(part for part in row[1:] if part)
+        parts.append(search_fold(text).encode() + TEXT_SEPARATOR)
+    lengths = np.fromiter((len(part) for part in parts), dtype=np.int64, count=len(parts))
+    text = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    del parts
+    if len(text) >= 2**31:
+        raise ValueError("search texts over 2 GB")
+    starts = np.zeros(len(lengths), dtype=np.int32)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    # Each byte's record, a megabyte of text at a time (a few arrays of 8 MB at once).
+    block_size = 1 << TEXT_BLOCK
+    block = np.empty(-(-len(text) // block_size), dtype=np.int32)
+    offset = np.empty(len(text), dtype=np.uint8)
+    step = 1 << 20  # a whole number of blocks
+    for first in range(0, len(text), step):
+        positions = np.arange(first, min(first + step, len(text)))
+        records = np.searchsorted(starts, positions, side="right") - 1
+        firsts = records[::block_size]
+        block[first // block_size : first // block_size + len(firsts)] = firsts
+        offset[first : first + len(positions)] = (
+            records - np.repeat(firsts, block_size)[: len(records)]
+        )
+    yield "search:text", text
+    yield "search:starts", starts
+    yield "search:block", block
+    yield "search:offset", offset
 
 
 def store_columns(connection, resource, arrays):
@@ -216,6 +260,7 @@ class Columns:
         self.ids = self.arrays["id"]
         self._permutations = {}
         self._group_sizes = {}  # key -> its largest group + 1
+        self._byte_counts = None  # how often each byte occurs in the search texts
 
     def mask_of_ids(self, ids):
         """A mask that holds at the rows of the records ``ids`` (unknown ids ignored)."""
@@ -225,6 +270,48 @@ class Columns:
             where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
             mask[where[self.ids[where] == ids]] = True
         return mask
+
+    def search(self, terms):
+        """A mask of the records whose folded text (``search_arrays``) contains every
+        one of ``terms`` (folded, no whitespace). UTF-8 is searched as bytes: a byte
+        string occurs in UTF-8 text exactly where its characters occur. A term is found
+        by its rarest byte (one vectorised comparison over the text), its other bytes
+        checked at the candidates only, rarest first; the terms are taken rarest first,
+        and once few records remain the rest are searched in their texts alone."""
+        text = self.arrays["search:text"]
+        starts = self.arrays["search:starts"]
+        if any(TEXT_SEPARATOR.decode() in term for term in terms):
+            return np.zeros(len(self.ids), dtype=bool)  # not a term: terms hold no space
+        if self._byte_counts is None:
+            self._byte_counts = np.bincount(text, minlength=256)
+        counts = self._byte_counts
+        encoded = sorted(
+            (term.encode() for term in terms),
+            key=lambda term: (int(counts[np.frombuffer(term, np.uint8)].min()), -len(term)),
+        )
+        rows = None  # the records still matching (None: all); ``part`` holds their text
+        part = _Texts(text, starts, self._record_of_byte)
+        alive = np.ones(len(starts), dtype=bool)
+        for number, term in enumerate(encoded):
+            alive &= part.containing(term, counts)
+            remaining = int(np.count_nonzero(alive))
+            if remaining == 0:
+                break
+            if number + 1 < len(encoded) and remaining * 4 < len(alive):
+                rows = np.flatnonzero(alive) if rows is None else rows[alive]
+                part = _Texts.of_records(text, starts, rows)
+                alive = np.ones(len(rows), dtype=bool)
+        mask = np.zeros(len(self.ids), dtype=bool)
+        if rows is None:
+            mask[alive] = True
+        else:
+            mask[rows[alive]] = True
+        return mask
+
+    def _record_of_byte(self, positions):
+        """The record (row) of each byte position of the whole text."""
+        block = self.arrays["search:block"][positions >> TEXT_BLOCK]
+        return block + self.arrays["search:offset"][positions]
 
     def permutation(self, key):
         """Row positions in ascending order of ``key`` (ties by id)."""
@@ -280,6 +367,45 @@ class Columns:
         combined *= count
         combined += (count - 1 - rows) if tie_descending else rows
         return combined
+
+
+class _Texts:
+    """Records' folded texts (bytes, each followed by a separator), where each starts,
+    and a function giving the record of byte positions."""
+
+    def __init__(self, text, starts, record_of_byte):
+        self.text, self.starts, self.record_of_byte = text, starts, record_of_byte
+
+    @classmethod
+    def of_records(cls, text, starts, rows):
+        """The texts of the records ``rows`` alone (row positions, ascending)."""
+        ends = np.append(starts[1:], len(text)).astype(np.int64)
+        begins = starts[rows].astype(np.int64)
+        lengths = ends[rows] - begins
+        own = np.zeros(len(rows), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=own[1:])
+        # Every byte of the chosen records: its record's start, plus its place in it.
+        record = np.repeat(np.arange(len(rows)), lengths)
+        gathered = text[begins[record] + (np.arange(len(record)) - own[record])]
+        return cls(gathered, own, record.__getitem__)
+
+    def containing(self, term, counts):
+        """A mask of the records whose text contains ``term`` (bytes)."""
+        text, length = self.text, len(term)
+        found = np.zeros(len(self.starts), dtype=bool)
+        if length > len(text):
+            return found
+        wanted = np.frombuffer(term, dtype=np.uint8)
+        order = np.argsort(counts[wanted], kind="stable")  # its rarest byte first
+        first = int(order[0])
+        places = np.flatnonzero(text[first : len(text) - length + 1 + first] == wanted[first])
+        for index in order[1:]:
+            if not len(places):
+                break
+            places = places[text[places + int(index)] == wanted[index]]
+        if len(places):
+            found[self.record_of_byte(places)] = True
+        return found
 
 
 class Listings:

@@ -1,6 +1,7 @@
 """``/api/v1/openapi.json``, generated with apispec from the marshmallow schemas and the
 ordering and filter declarations, and ``/api/v1/docs/``, a page that renders it."""
 
+import copy
 from importlib import resources as package_files
 
 from apispec import APISpec
@@ -10,7 +11,7 @@ from marshmallow import Schema, fields
 
 from . import parameters
 from .pagination import PAGE_SIZE
-from .rendering import DOCS_PATH, JSON_TYPE
+from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import RESOURCES, releasers
 from .shared import MAX_ID
 from .version import __version__
@@ -30,6 +31,16 @@ class ErrorSchema(Schema):
 
 def _json(schema, description):
     return {"description": description, "content": {JSON_TYPE: {"schema": schema}}}
+
+
+def _json_or_jsonp(schema, description):
+    """A 200 answer: JSON, or (format=jsonp, Accept: application/javascript) the same
+    JSON wrapped in a callback."""
+    answer = _json(schema, description)
+    answer["content"][JAVASCRIPT_TYPE] = {
+        "schema": {"type": "string", "description": "callback(<the JSON body>)"}
+    }
+    return answer
 
 
 def _errors(*statuses):
@@ -85,10 +96,35 @@ COMMON_PARAMETERS = [
     _parameter(
         "format",
         parameters.FORMAT,
-        {"type": "string", "enum": ["api", "json", ""]},
+        {"type": "string", "enum": ["api", "json", "jsonp", ""]},
     ),
+    # Ignored unless the answer is JSONP (as upstream), so any string is valid here.
+    _parameter("callback", parameters.CALLBACK, {"type": "string"}),
     _parameter("fields", parameters.FIELDS, {"type": "string"}),
 ]
+SUFFIX_PARAMETER = {
+    "name": "suffix",
+    "in": "path",
+    "required": True,
+    "description": "A format suffix in place of the trailing slash: what format= means; "
+    "every url in the answer ends likewise.",
+    "schema": {"type": "string", "enum": list(PATH_FORMATS)},
+}
+
+
+def _with_suffixes(paths):
+    """``paths`` and, after each API path, the same path with a format suffix in place
+    of its trailing slash (``/api/v1/productions.{suffix}``; the root: ``/api/v1/.{suffix}``)."""
+    result = {}
+    for path, item in paths.items():
+        result[path] = item
+        if path in ("/api/v1/openapi.json", DOCS_PATH):
+            continue
+        suffixed = (path if path == "/api/v1/" else path[:-1]) + ".{suffix}"
+        item = copy.deepcopy(item)
+        item["parameters"] = [*item.get("parameters", []), SUFFIX_PARAMETER]
+        result[suffixed] = item
+    return result
 
 
 def _ordering_pattern(keys):
@@ -118,7 +154,9 @@ def _options(description):
     return {
         "summary": f"Describe: {description}",
         "responses": {
-            "200": _json({"type": "object"}, "What the resource is and which parameters it takes."),
+            "200": _json_or_jsonp(
+                {"type": "object"}, "What the resource is and which parameters it takes."
+            ),
             **_errors("400", "404"),
         },
     }
@@ -154,7 +192,7 @@ def build():
             "get": {
                 "summary": "The address of every listing",
                 "responses": {
-                    "200": _json(
+                    "200": _json_or_jsonp(
                         {
                             "type": "object",
                             "additionalProperties": False,
@@ -166,7 +204,7 @@ def build():
                         },
                         "Listing addresses by resource name.",
                     ),
-                    **_errors("400", "406"),
+                    **_errors("400", "404", "406"),
                 },
             },
             "options": _options("the API root"),
@@ -189,7 +227,7 @@ def build():
                     "summary": f"{resource.title} list: {resource.description}",
                     "parameters": _list_parameters(resource),
                     "responses": {
-                        "200": _json(_ref(f"{record}Page"), "One page of the listing."),
+                        "200": _json_or_jsonp(_ref(f"{record}Page"), "One page of the listing."),
                         **_errors("400", "404", "406", "503"),
                     },
                 },
@@ -204,7 +242,7 @@ def build():
                     "summary": f"One {resource.title.lower()}",
                     "parameters": COMMON_PARAMETERS,
                     "responses": {
-                        "200": _json(_ref(detail), f"The {resource.title.lower()}."),
+                        "200": _json_or_jsonp(_ref(detail), f"The {resource.title.lower()}."),
                         **_errors("400", "404", "406", "503"),
                     },
                 },
@@ -220,7 +258,7 @@ def build():
                     "summary": description,
                     "parameters": COMMON_PARAMETERS,
                     "responses": {
-                        "200": _json(
+                        "200": _json_or_jsonp(
                             {"type": "array", "items": _ref("Production")},
                             "Every such production of the releaser.",
                         ),
@@ -235,7 +273,7 @@ def build():
         operations={
             "get": {
                 "summary": "This document",
-                "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.")},
+                "responses": {"200": _json_or_jsonp({"type": "object"}, "OpenAPI 3.1.")},
             }
         },
     )
@@ -248,7 +286,9 @@ def build():
             }
         },
     )
-    return spec.to_dict()
+    document = spec.to_dict()
+    document["paths"] = _with_suffixes(document["paths"])
+    return document
 
 
 bp = Blueprint("openapi", __name__)

@@ -2,8 +2,15 @@
 document and (checked by a test) README's tables."""
 
 FORMAT = (
-    'Optional: "api" or "json" (empty: none). The body stays JSON; every url in it '
-    'gets "?format=<value>".'
+    'Optional: "api" or "json" (empty: none): the body stays JSON and every url in it gets '
+    '"?format=<value>"; "jsonp": the JSON wrapped as callback(...), application/javascript. '
+    'A path may end in ".json" or ".api" instead of "/" to the same effect, every url then '
+    "ending likewise."
+)
+CALLBACK = (
+    'The JSONP function name (default "callback"), when format=jsonp or Accept asks for '
+    "application/javascript: letters, digits, _ and $, parts separated by dots, at most 100 "
+    "characters."
 )
 FIELDS = (
     "Comma-separated field names: only these fields of each record, in the record's "
@@ -23,7 +30,7 @@ def ordering_help(keys):
 
 def describe_parameters(resource, detail):
     """{parameter: description} of a resource's list (or detail) answer."""
-    common = {"format": FORMAT, "fields": FIELDS}
+    common = {"format": FORMAT, "callback": CALLBACK, "fields": FIELDS}
     if detail:
         return common
     return {

@@ -13,6 +13,8 @@ before      negotiate               ``rendering.negotiate``: ``format=`` and ``A
 before      conditional answer      ``caching.answer_conditional``: a 304 before any query
 view        the resource's view     a blueprint of ``resources``; an error becomes a JSON
                                     answer (``errors``) and goes on through the steps below
+after       representation          ``rendering.represent``: a 200 wrapped for JSONP, or JSON
+                                    indented, as negotiated
 after       cache headers           ``caching.label_fresh``: ETag, Cache-Control,
                                     Last-Modified, X-Catalogue-Version (or a 304)
 after       API headers             ``rendering.label``: Content-Type, Allow, CORS, nosniff
@@ -49,7 +51,7 @@ def access_log(app, wsgi_app):
 # Each stage's steps in the order a request meets them.
 MIDDLEWARE = (access_log, proxy_headers)
 BEFORE = (guard.refuse_unusable, rendering.negotiate, caching.answer_conditional)
-AFTER = (caching.label_fresh, rendering.label, compression.compress)
+AFTER = (rendering.represent, caching.label_fresh, rendering.label, compression.compress)
 TEARDOWN = (db.close_connection,)
 
 

@@ -1,13 +1,24 @@
 """How responses under the API prefix are negotiated, encoded and labelled.
 
 - ``format=api`` or ``format=json`` is accepted (the body is JSON either way, and every
-  ``url`` in it carries the suffix); any other value is a 400.
-- Without ``format``, an ``Accept`` header that admits no JSON gets a 406.
-- Every response under the prefix, errors and redirects included, carries
-  ``Allow``, ``Content-Type: application/json``, ``Vary: Accept`` and CORS headers
-  that let any origin read it; every response carries ``X-Content-Type-Options``.
+  ``url`` in it carries the suffix); ``format=jsonp`` answers JSONP; any other value is a
+  400. A format suffix on the path (``/productions.json``, ``/productions/1.api``) means
+  what ``format=`` means, and wins over it; every ``url`` then ends with the suffix in
+  place of its trailing slash.
+- Without ``format``, an ``Accept`` header that admits JSON gets JSON (indented by N
+  spaces for ``application/json; indent=N``, 1 to 8); one that admits only
+  ``application/javascript`` gets JSONP; any other gets a 406.
+- JSONP is ``<callback>(<the JSON body>)`` as ``application/javascript``, the name from
+  ``callback=`` (default ``callback``): a dotted JavaScript identifier of at most 100
+  characters, anything else a 400, so that no request makes the service emit script of
+  its choosing. Only 200 answers are wrapped; errors stay JSON.
+- Every response under the prefix, errors and redirects included, carries ``Allow``,
+  ``Content-Type: application/json`` (JSONP answers: ``application/javascript``),
+  ``Vary: Accept`` and CORS headers that let any origin read it; every response carries
+  ``X-Content-Type-Options``.
 """
 
+import re
 from functools import cached_property
 from urllib.parse import quote
 
@@ -20,13 +31,21 @@ from .errors import APIError
 
 API_PREFIX = "/api/v1"
 DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
-FORMATS = ("api", "json")
-FORMAT_HELP = (
-    'Optional: "api" or "json" (empty: none). The body stays JSON; every url in it '
-    'gets "?format=<value>".'
-)
+FORMATS = ("api", "json", "jsonp")
+# Formats a path may carry as a suffix (``/productions.json``), and the name of the view
+# argument that holds it.
+PATH_FORMATS = ("json", "api")
+PATH_FORMAT_ARG = "format_suffix"
+PATH_FORMAT = f"<any({', '.join(PATH_FORMATS)}):{PATH_FORMAT_ARG}>"
 ALLOW = "GET, HEAD, OPTIONS"
 JSON_TYPE = "application/json"
+JAVASCRIPT_TYPE = "application/javascript"
+JSONP_CONTENT_TYPE = "application/javascript; charset=utf-8"
+DEFAULT_CALLBACK = "callback"
+CALLBACK = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+MAX_CALLBACK = 100
+MAX_INDENT = 8
+_LEADING_SPACES = re.compile(rb"^((?:  )+)", re.MULTILINE)
 
 
 class APIResponse(Response):
@@ -47,8 +66,14 @@ class APIRequest(Request):
     ``g``, which a test client may share between requests). The host is kept as the
     client sent it: Werkzeug's own addresses (url_root, base_url) decode punycode."""
 
-    #: The ``format`` asked for ("" for none), set by ``negotiate``.
+    #: The ``format`` parameter asked for ("" for none), set by ``negotiate``.
     response_format = ""
+    #: The format suffix of the path ("json", "api"; "" for none), set by ``negotiate``.
+    path_format = ""
+    #: The JSONP callback name when the answer is JSONP, else None.
+    callback = None
+    #: Spaces of indentation of a JSON answer (None: compact).
+    indent = None
     #: This answer's ETag while it can still be a 200, set by ``caching``.
     etag = None
 
@@ -103,41 +128,121 @@ def response_format():
 def negotiate():
     if not is_api_request():
         return
+    path_format = (request.view_args or {}).get(PATH_FORMAT_ARG, "")
     requested = last_arg("format") or ""
     if requested and requested not in FORMATS:
         raise APIError(
             400,
             f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
         )
+    # A format suffix decides the format, whatever format= says (as upstream).
+    requested = "" if path_format else requested
     request.response_format = requested
-    redirect = isinstance(request.routing_exception, RequestRedirect)  # not an answer to negotiate
-    if not requested and not redirect and not _accepts_json():
-        raise APIError(406)
+    request.path_format = path_format
+    fmt = path_format or requested
+    if fmt == "jsonp":
+        request.callback = _callback()
+        return
+    accepted, parameters = _accepted(JSON_TYPE)
+    if accepted:
+        request.indent = _indent(parameters)
+    elif not fmt and _names_javascript():
+        request.callback = _callback()
+    elif not fmt and not isinstance(request.routing_exception, RequestRedirect):
+        raise APIError(406)  # a redirect is not an answer to negotiate
 
 
-def _accepts_json():
-    """Whether the Accept header admits JSON: the most specific media range that
-    matches ``application/json`` (exact, then ``application/*``, then ``*/*``) has a
-    non-zero quality. Parameters other than q (``charset=utf-8``) do not matter."""
+def _callback():
+    """The JSONP callback name ``callback=`` gives (400 if it could be other script)."""
+    name = last_arg("callback") or DEFAULT_CALLBACK
+    if len(name) > MAX_CALLBACK or not CALLBACK.fullmatch(name):
+        raise APIError(
+            400,
+            'Invalid value for "callback": expected a JavaScript function name (letters, '
+            f"digits, _ and $, parts separated by dots), at most {MAX_CALLBACK} characters.",
+        )
+    return name
+
+
+def _indent(parameters):
+    """The indentation ``indent=N`` asks for: 1 to MAX_INDENT, else None (compact)."""
+    value = parameters.get("indent", "")
+    if value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_INDENT:
+        return int(value)
+    return None
+
+
+def _names_javascript():
+    """Whether the Accept header names ``application/javascript`` itself (not through
+    ``*/*``, which a client that wants only JSON may send too) with a non-zero quality."""
+    header = request.headers.get("Accept", "")
+    return JAVASCRIPT_TYPE in header.lower() and _accepted(JAVASCRIPT_TYPE, exact=True)[0]
+
+
+def _accepted(media_type, exact=False):
+    """Whether the Accept header admits ``media_type`` (an ``application/...`` type),
+    and the parameters of the media range that decided it: the most specific range that
+    matches (exact, then ``application/*``, then ``*/*``) has a non-zero quality.
+    Parameters other than q (``charset=utf-8``, ``indent=4``) do not matter to that."""
     header = request.headers.get("Accept", "").strip()
     if not header:
-        return True
-    specificity = {JSON_TYPE: 3, "application/*": 2, "*/*": 1, "*": 1}
-    best, quality = 0, 0.0
+        return True, {}
+    specificity = (
+        {media_type: 3} if exact else {media_type: 3, "application/*": 2, "*/*": 1, "*": 1}
+    )
+    best, quality, chosen = 0, 0.0, {}
     for media_range in header.split(","):
-        media_type, *parameters = (part.strip() for part in media_range.split(";"))
-        rank = specificity.get(media_type.lower(), 0)
+        kind, *parameters = (part.strip() for part in media_range.split(";"))
+        rank = specificity.get(kind.lower(), 0)
         if rank <= best:
             continue
-        best, quality = rank, 1.0
+        best, quality, chosen = rank, 1.0, {}
         for parameter in parameters:
             name, _, value = parameter.partition("=")
-            if name.strip().lower() == "q":
+            name = name.strip().lower()
+            chosen[name] = value.strip().strip('"')
+            if name == "q":
                 try:
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-    return quality > 0
+    return quality > 0, chosen
+
+
+def indented(body, indent):
+    """The JSON ``body`` indented by ``indent`` spaces a level, as the upstream indents
+    (Python's ``json.dumps(..., indent=N, ensure_ascii=False, separators=(",", ": "))``,
+    with U+2028 and U+2029 escaped). orjson indents by two; a JSON text holds no raw
+    newline inside a string, so re-indenting its lines is exact. The cost is linear in
+    the body, which a page bounds (100 records)."""
+    body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
+    if indent != 2:
+        body = _LEADING_SPACES.sub(lambda match: b" " * (len(match[1]) // 2 * indent), body)
+    return body.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+
+
+def represent(response):
+    """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented."""
+    if not is_api_request() or response.mimetype != JSON_TYPE:
+        return response
+    if request.callback is not None:
+        if response.status_code == 200:
+            body = response.get_data()
+            response.set_data(request.callback.encode() + b"(" + body + b")")
+            response.headers["Content-Type"] = JSONP_CONTENT_TYPE
+    elif request.indent and not 300 <= response.status_code < 400:
+        body = response.get_data()
+        if body:
+            response.set_data(indented(body, request.indent))
+    return response
+
+
+def representation_key():
+    """What, beside the URL, makes one answer's bytes differ from another's: the
+    Accept-negotiated form (JSONP and its callback, or the indentation)."""
+    if request.callback is not None:
+        return f"jsonp:{request.callback}"
+    return f"json:{request.indent or 0}"
 
 
 def label(response):
@@ -150,7 +255,8 @@ def label(response):
         return response
     response.headers["Allow"] = ALLOW
     if is_api_request():  # the docs page is HTML
-        response.headers["Content-Type"] = JSON_TYPE
+        jsonp = request.callback is not None and response.status_code in (200, 304)
+        response.headers["Content-Type"] = JSONP_CONTENT_TYPE if jsonp else JSON_TYPE
     response.vary.add("Accept")
     # CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send.
     response.headers["Access-Control-Allow-Origin"] = "*"

@@ -72,6 +72,16 @@ def sortable_title(title):
     return text
 
 
+def search_fold(text):
+    """Text as the ``search`` filter compares it: decomposed (NFD), combining marks
+    dropped (letters that do not decompose, such as ``ø``, stay), lower-cased
+    (``str.lower``); nothing else changes (punctuation and ``$`` stay)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).lower()
+
+
 def name_key(name):
     """Case-insensitive, with names that start with punctuation, symbols or spaces
     first, then names that start with a digit, then the rest (letters)."""

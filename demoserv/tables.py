@@ -27,7 +27,7 @@ from sqlalchemy import (
 metadata = MetaData()
 # Bumped whenever a table, a column or the stored form of records changes: the server
 # refuses files of another schema.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _rank(name):
@@ -48,6 +48,18 @@ def _owned(name, owner, *columns, position=True):
     if position:
         keys.append(Column("position", Integer, primary_key=True))
     return Table(name, metadata, *keys, *columns, sqlite_with_rowid=False)
+
+
+def _tagged(name, owner):
+    """A record's tags (from its ``tags`` column, at load), clustered by tag: the
+    ``tag`` filter reads the records of a tag as one contiguous range."""
+    return Table(
+        name,
+        metadata,
+        Column("tag", Text, primary_key=True),
+        Column(owner, Integer, primary_key=True),
+        sqlite_with_rowid=False,
+    )
 
 
 def _details(resource):
@@ -252,6 +264,7 @@ bbses = Table(
     _doc(),
 )
 bbses_details = _details("bbses")
+bbs_tags = _tagged("bbs_tags", "bbs_id")
 bbstros = _owned("bbstros", "bbs_id", Column("production_id", Integer, nullable=False))
 bbs_staff = _owned(
     "bbs_staff",
@@ -289,6 +302,7 @@ productions = Table(
     _doc(),
 )
 productions_details = _details("productions")
+production_tags = _tagged("production_tags", "production_id")
 # role is "author" or "affiliation".
 production_nicks = Table(
     "production_nicks",

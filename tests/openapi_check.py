@@ -24,7 +24,8 @@ REGISTRIES = {
     for name in ("service_url", "demozoo_url")
 }
 TEMPLATES = [
-    (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), path) for path in SPEC["paths"]
+    (re.compile("^" + "[^/]+".join(map(re.escape, re.split(r"\{[^}]+\}", path))) + "$"), path)
+    for path in SPEC["paths"]
 ]
 ERROR = {"$ref": "urn:spec#/components/schemas/Error"}
 DECODE = {"gzip": gzip.decompress, "br": brotli.decompress}
@@ -74,6 +75,11 @@ def check(method, path, response, field_name="service_url"):
     encoding = response.headers.get("Content-Encoding")
     if encoding:
         body = DECODE[encoding](body)
+    if response.headers.get("Content-Type", "").startswith(
+        "application/javascript"
+    ):  # JSONP: callback(<the JSON>)
+        assert re.fullmatch(rb"[A-Za-z0-9_$.]+\(.*\)", body, re.DOTALL), body[:100]
+        body = body[body.index(b"(") + 1 : -1]
     Draft202012Validator(schema, registry=REGISTRIES[field_name]).validate(json.loads(body))
     checked["count"] += 1
 

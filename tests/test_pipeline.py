@@ -50,6 +50,14 @@ def answer_conditional(make, caplog):
     assert again.status_code == 304 and again.headers["ETag"] == tag
 
 
+def represent(make, caplog):
+    client = make().test_client()
+    response = client.get("/api/v1/platforms/?format=jsonp&callback=cb")
+    assert response.data.startswith(b"cb({") and response.data.endswith(b"})")
+    indented = client.get("/api/v1/platforms/", headers={"Accept": "application/json; indent=2"})
+    assert indented.data.startswith(b'{\n  "count": ')
+
+
 def label_fresh(make, caplog):
     response = make().test_client().get("/api/v1/platforms/")
     assert response.headers["ETag"].startswith('"')
@@ -86,6 +94,7 @@ CHECKS = {
     pipeline.guard.refuse_unusable: ("BEFORE", refuse_unusable),
     pipeline.rendering.negotiate: ("BEFORE", negotiate),
     pipeline.caching.answer_conditional: ("BEFORE", answer_conditional),
+    pipeline.rendering.represent: ("AFTER", represent),
     pipeline.caching.label_fresh: ("AFTER", label_fresh),
     pipeline.rendering.label: ("AFTER", label),
     pipeline.compression.compress: ("AFTER", compress),

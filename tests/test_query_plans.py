@@ -34,6 +34,8 @@ FILTER_VALUES = {
     "AtMost": "3",
     "LinkUrl": "https://files.example/x.zip",
     "TimeBound": "2020-01-01",
+    "Tagged": "demo,c64",
+    "Search": "a%20e",
 }
 
 

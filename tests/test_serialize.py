@@ -39,7 +39,9 @@ def schema_records(app, resource, fmt):
             rows = [dict(row) for row in connection.execute(select(resource.table)).mappings()]
             resource.complete(build, rows)
             resource.complete_detail(build, rows)
-    style = links.LinkStyle("http://localhost/api/v1/", f"?format={fmt}" if fmt else "", SITE_URL)
+    suffix = fmt[1:] if fmt.startswith(".") else ""
+    end = links.address_end(suffix, "" if suffix else fmt)
+    style = links.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
     token = links.use_style(style)
     try:
         return {
@@ -72,27 +74,30 @@ def test_relations_only_built_records_show_are_not_in_the_served_file(
 
 
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
-@pytest.mark.parametrize("fmt", ["", "api", "json"])
+@pytest.mark.parametrize("fmt", ["", "api", "json", ".json", ".api"])
 @pytest.mark.parametrize("field_name", SERVICE_URL_FIELDS)
 def test_served_records_are_the_schemas_records(
     make_app, loaded_database, database_with_every_table, resource, fmt, field_name
 ):
+    """A format suffix on the path (``.json``) ends every address in place of the
+    trailing slash; ``format=`` is carried as a query."""
     app = make_app(loaded_database, SERVICE_URL_FIELD=field_name)
     client = app.test_client()
     expected = schema_records(make_app(database_with_every_table), resource, fmt)
     assert len(expected) >= 8
-    query = f"format={fmt}&" if fmt else ""
+    end = fmt if fmt.startswith(".") else "/"
+    query = f"format={fmt}&" if fmt and end == "/" else ""
     for record_id, (listed, detail) in expected.items():
         listed, detail = renamed(listed, field_name), renamed(detail, field_name)
-        served = client.get(f"/api/v1/{resource.name}/{record_id}/?{query}").json
+        served = client.get(f"/api/v1/{resource.name}/{record_id}{end}?{query}").json
         assert served == detail
         assert list(served) == list(detail)
         chosen = ["id", field_name, list(detail)[-1]]
         served = client.get(
-            f"/api/v1/{resource.name}/{record_id}/?{query}fields={','.join(chosen)}"
+            f"/api/v1/{resource.name}/{record_id}{end}?{query}fields={','.join(chosen)}"
         ).json
         assert served == {name: value for name, value in detail.items() if name in chosen}
-    pages = client.get(f"/api/v1/{resource.name}/?{query}ordering=id&page=1").json
+    pages = client.get(f"/api/v1/{resource.name}{end}?{query}ordering=id&page=1").json
     for record in pages["results"]:
         assert record == renamed(expected[record["id"]][0], field_name)
 
@@ -181,7 +186,7 @@ def test_stored_templates_keep_text_that_looks_like_their_keys():
     codec = RecordCodec.trained([built] * 3, 1024)
     stored = codec.compress(built)
     assert codec.marked(stored) == built
-    style = links.LinkStyle("http://h/api/v1/", "?format=json", "https://site")
+    style = links.LinkStyle("http://h/api/v1/", "/?format=json", "https://site")
     resolved = links.resolver(style, "demozoo_url")(b"[" + codec.expand(stored) + b"]")
     assert orjson.loads(resolved) == [
         {

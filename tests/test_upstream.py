@@ -5,6 +5,7 @@ under "Differences from the upstream": orders the upstream leaves to its databas
 
 import gzip
 import json
+import re
 import tarfile
 from itertools import groupby
 from pathlib import Path
@@ -179,6 +180,68 @@ def test_every_upstream_answer(golden, upstream_client):
     assert compared["equal"] >= 4100, compared
 
 
+def _with_suffix(value, suffix):
+    """An upstream answer as the upstream serves it on a path with a format suffix: every
+    API address ends with the suffix in place of its trailing slash."""
+    if isinstance(value, dict):
+        return {key: _with_suffix(item, suffix) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_suffix(item, suffix) for item in value]
+    if isinstance(value, str) and value.startswith("http://testserver/api/v1/"):
+        return re.sub(r"/(\?|$)", suffix + r"\1", value, count=1)
+    return value
+
+
+def _suffixed_path(request, suffix):
+    path, _, query = request.partition("?")
+    path = path if path == "/api/v1/" else path[:-1]
+    return path + suffix + (f"?{query}" if query else "")
+
+
+def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(golden, upstream_client):
+    """The upstream's answers of every kind whose order is fixed (details, pages by id,
+    filtered pages, ``fields=``), asked with a format suffix, as JSONP and indented: the
+    same records, with the addresses and wrapping UPSTREAM.md records."""
+    index = json.loads((golden / "index.json").read_text())
+    chosen = [
+        request
+        for request in index
+        if ("ordering=id" in request or request.count("/") == 5)
+        and not any(key in request for key in DUPLICATING_FILTERS)
+        and "99999" not in request
+        and "notadate" not in request
+    ]
+    chosen = chosen[::15] + [r for r in chosen if "?" in r]
+    assert len(chosen) > 300
+    headers = {"Host": "testserver", "Accept": "application/json"}
+    for request in chosen:
+        wanted = json.loads((golden / index[request]).read_text())
+        for link in ("next", "previous"):
+            if isinstance(wanted, dict) and wanted.get(link):
+                wanted[link] = unquote(wanted[link])
+        for suffix in (".json", ".api"):
+            got = upstream_client.get(_suffixed_path(request, suffix), headers=headers).json
+            for link in ("next", "previous"):
+                if isinstance(got, dict) and got.get(link):
+                    got[link] = unquote(got[link])
+            assert _normalised(got) == _normalised(_with_suffix(wanted, suffix)), request
+        join = "&" if "?" in request else "?"
+        jsonp = upstream_client.get(f"{request}{join}format=jsonp&callback=cb", headers=headers)
+        assert jsonp.headers["Content-Type"] == "application/javascript; charset=utf-8"
+        assert jsonp.data.startswith(b"cb(") and jsonp.data.endswith(b")")
+        indented = upstream_client.get(
+            request, headers={**headers, "Accept": "application/json; indent=4"}
+        )
+        compact = upstream_client.get(request, headers=headers)
+        assert (
+            indented.data
+            == json.dumps(
+                compact.json, indent=4, ensure_ascii=False, separators=(",", ": ")
+            ).encode()
+        ), request
+        assert _normalised(json.loads(indented.data)) == _normalised(compact.json)
+
+
 def _dump(tmp_path, text, name="dump.sql.gz"):
     path = tmp_path / name
     path.write_bytes(gzip.compress(text.encode()))
@@ -289,3 +352,51 @@ def test_a_missing_table_fails_and_extra_ones_are_fine(tmp_path, sample_text):
     extra = extra[:body_start] + "".join(f"x\t{row}\n" for row in rows) + extra[body_end:]
     counts, _ = load_catalogue(_dump(tmp_path, extra, "extra.sql.gz"), served)
     assert counts["platforms"] == 90
+
+
+def test_tag_and_search_over_the_imported_export(golden, upstream_client):
+    """The tag and search filters over the import, against the upstream's own detail
+    records: tags as it serves them, titles and names folded as CONTRACT.md says."""
+    import unicodedata
+    from collections import Counter
+
+    def folded(text):
+        decomposed = unicodedata.normalize("NFD", text)
+        return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+    index = json.loads((golden / "index.json").read_text())
+    details = {}
+    for request, name in index.items():
+        parts = request.split("/")
+        if len(parts) == 6 and parts[3] in ("productions", "bbses") and parts[4].isdigit():
+            record = json.loads((golden / name).read_text())
+            if "tags" in record:  # not the 404 example
+                details.setdefault(parts[3], []).append(record)
+
+    def ids(path):
+        found, page = [], 1
+        while True:
+            body = upstream_client.get(f"{path}&ordering=id&page={page}").json
+            found += [record["id"] for record in body["results"]]
+            if not body["next"]:
+                return found
+            page += 1
+
+    for resource, records in details.items():
+        tags = Counter(tag for record in records for tag in record["tags"])
+        assert tags, resource
+        common = [tag for tag, _ in tags.most_common(3)]
+        for chosen in ([common[0]], common[:2], [common[-1].upper()]):
+            wanted = sorted(
+                r["id"] for r in records if {t.lower() for t in chosen} <= set(r["tags"])
+            )
+            assert ids(f"/api/v1/{resource}/?tag={','.join(chosen)}") == wanted, chosen
+    productions, found = details["productions"], []
+    for query in ("e", "the", "de mo", "ä", "a 2"):
+        terms = [folded(term) for term in query.split()]
+        wanted = sorted(
+            r["id"] for r in productions if all(term in folded(r["title"]) for term in terms)
+        )
+        assert ids(f"/api/v1/productions/?search={query}") == wanted, query
+        found.append(len(wanted))
+    assert any(0 < count < len(productions) for count in found), found

@@ -99,6 +99,14 @@ class Builder:
             "production_id, min(position) AS position FROM main.placings "
             "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
+        # Each record's tags, by tag (the tag filter), from the tags column written,
+        # whichever source gave them.
+        for table, owner in ((tables.production_tags, "productions"), (tables.bbs_tags, "bbses")):
+            column = table.c[1].name
+            self.connection.exec_driver_sql(
+                f"INSERT OR IGNORE INTO main.{table.name} (tag, {column}) SELECT tags.value, "
+                f"records.id FROM main.{owner} AS records, json_each(records.tags) AS tags"
+            )
         progress.stage("ranking")
         for name in LOAD_ORDER:
             self._rank(BY_NAME[name])

@@ -14,7 +14,7 @@ from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import api_url, request_resolver, site_url
 from ..parameters import describe_parameters
-from ..rendering import JSON_TYPE, last_arg
+from ..rendering import JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
 from ..shared import MAX_ID, SECTIONS
 
 URL = {"type": "string", "format": "uri"}  # how an address field is documented
@@ -184,6 +184,10 @@ class Resource:
     def complete_detail(self, build, rows):
         """Likewise for the detail records (after ``complete``)."""
 
+    def search_statement(self):
+        """(id, text, ...) of every record in id order: the texts ``search`` looks in."""
+        return select(self.table.c.id, self.table.c.name).order_by(self.table.c.id)
+
     # Serving.
 
     def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
@@ -275,13 +279,23 @@ RECORD_ID = f"<int(min=1, max={MAX_ID}):record_id>"
 
 
 def add_view(bp, rule, view, describe):
-    """Route ``rule`` to ``view`` for GET (and so HEAD), and OPTIONS to ``describe()``."""
+    """Route ``rule`` (which ends with ``/``) to ``view`` for GET (and so HEAD), and
+    OPTIONS to ``describe()``; and the same path with a format suffix in place of its
+    trailing slash (``.../productions.json``: rendering.negotiate reads the suffix)."""
 
     @functools.wraps(view)
     def routed(**kwargs):
+        kwargs.pop(PATH_FORMAT_ARG, None)
         if request.method == "OPTIONS":
             return describe()
         return view(**kwargs)
 
     routed.provide_automatic_options = False
-    bp.add_url_rule(rule, view.__name__, routed, methods=["GET", "OPTIONS"])
+    for each in (rule, suffixed(rule)):
+        bp.add_url_rule(each, view.__name__, routed, methods=["GET", "OPTIONS"])
+
+
+def suffixed(rule):
+    """``rule`` with a format suffix in place of its trailing slash (the API root keeps
+    its slash: ``/api/v1/.json``)."""
+    return (rule if rule.endswith("/api/v1/") else rule[:-1]) + "." + PATH_FORMAT

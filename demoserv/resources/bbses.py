@@ -105,6 +105,14 @@ class BBSes(Resource):
     detail_needs = frozenset({"productions", "releasers"})
     filters = (
         filters.NameEquals("name", "Only BBSes with this name (exact, case-insensitive)."),
+        filters.Search("search", filters.search_help("BBSes", "name")),
+        filters.Tagged(
+            "tag",
+            "Only BBSes carrying every one of these tags (repeat it, or separate tags with "
+            "commas).",
+            link=tables.bbs_tags,
+            owner="bbs_id",
+        ),
         filters.CountryCode("country_code", "Only BBSes in this country (two letters, any case)."),
     )
     schema = BBSSchema()

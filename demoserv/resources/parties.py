@@ -151,6 +151,7 @@ class Parties(Resource):
     }
     filters = (
         filters.NameEquals("name", "Only parties with this name (exact, case-insensitive)."),
+        filters.Search("search", filters.search_help("parties", "name")),
         filters.CountryCode(
             "country_code", "Only parties in this country (two letters, any case)."
         ),

@@ -32,6 +32,7 @@ class PartySeries(Resource):
     detail_needs = frozenset({"parties"})
     filters = (
         filters.NameEquals("name", "Only party series with this name (exact, case-insensitive)."),
+        filters.Search("search", filters.search_help("party series", "name")),
     )
     schema = PartySeriesSchema()
     detail_schema = PartySeriesDetailSchema()

@@ -11,6 +11,7 @@ class Platforms(Resource):
     table = tables.platforms
     filters = (
         filters.NameEquals("name", "Only platforms with this name (exact, case-insensitive)."),
+        filters.Search("search", filters.search_help("platforms", "name")),
     )
     schema = PlatformSchema()
     record_schema = records.PlatformRecord()

@@ -233,6 +233,14 @@ class Productions(Resource):
     default_key = "sortable_title"
     filters = (
         filters.TitleEquals("title", "Only productions with this title (exact, case-insensitive)."),
+        filters.Search("search", filters.search_help("productions", "title")),
+        filters.Tagged(
+            "tag",
+            "Only productions carrying every one of these tags (repeat it, or separate tags "
+            "with commas).",
+            link=tables.production_tags,
+            owner="production_id",
+        ),
         filters.LinkedTo(
             "platform",
             "Only productions for any of these platform ids.",
@@ -297,6 +305,9 @@ class Productions(Resource):
     schema = ProductionSchema()
     detail_schema = ProductionDetailSchema()
     record_schema = ProductionRecord()
+
+    def search_statement(self):
+        return select(self.table.c.id, self.table.c.title).order_by(self.table.c.id)
 
     def complete(self, build, rows):
         by_id = {}

@@ -2,7 +2,7 @@
 and the productions each is credited with."""
 
 from marshmallow import Schema, fields
-from sqlalchemy import bindparam, or_, select
+from sqlalchemy import bindparam, literal_column, or_, select
 
 from .. import filters, records, tables
 from ..db import get_catalogue, get_connection
@@ -141,6 +141,9 @@ class Releasers(Resource):
     detail_needs = frozenset({"releasers"})
     filters = (
         filters.NameEquals("name", "Only releasers with this name (exact, case-insensitive)."),
+        filters.Search(
+            "search", filters.search_help("releasers", "name, a nick or a nick variant")
+        ),
         filters.Flag(
             "is_group", "true: only groups; false: only individual sceners.", column="is_group"
         ),
@@ -190,6 +193,15 @@ class Releasers(Resource):
             by_id[row["releaser_id"]]["external_links"].append(
                 {"link_class": row["link_class"], "url": row["url"]}
             )
+
+    def search_statement(self):
+        """A releaser's name, then every nick's name and variants."""
+        nicks = literal_column(
+            "(SELECT group_concat(nicks.name || ' ' || (SELECT coalesce(group_concat("
+            "variants.value, ' '), '') FROM json_each(nicks.variants) AS variants), ' ') "
+            "FROM releaser_nicks AS nicks WHERE nicks.releaser_id = releasers.id)"
+        )
+        return select(self.table.c.id, self.table.c.name, nicks).order_by(self.table.c.id)
 
     def credited(self, connection, releaser_id, member):
         """The ids of the productions crediting the releaser (as author; with
