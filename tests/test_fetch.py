@@ -56,6 +56,11 @@ class ExportServer(ThreadingHTTPServer):
         self.faults = deque()
         self.log = []
 
+    def handle_error(self, request, client_address):
+        """A client that hangs up mid-body (as the loader does once it has seen the
+        validators) is expected; a traceback on standard error would land in the output
+        of whichever command runs then."""
+
     @property
     def url(self):
         return f"http://127.0.0.1:{self.server_address[1]}/demozoo-export.sql.gz"
@@ -454,3 +459,66 @@ def test_the_progress_bar_shows_bytes_total_rate_and_time_left(capsys):
     last = text.rstrip("\n").split("\r")[-1]
     assert last.startswith("[#######-----------------------] 500.0 kB of 2.0 MB, ")
     assert last.rstrip().endswith(" left") and "/s, " in last
+
+
+def test_status_says_what_is_served_and_what_rollback_would_serve(
+    from_url, from_file, server, tmp_path, make_app
+):
+    target = served_copy(tmp_path, from_url[0])
+    shutil.copy2(from_file, target.with_name("db.sqlite3.previous"))
+    version = install._version_and_time(target)[0]
+    app = make_app(target)
+    result = app.test_cli_runner().invoke(args=["status"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert text.startswith(
+        f"Served catalogue: {target}\n  source:        {server.url}, an address\n"
+    )
+    assert f"  ETag:          {ETAG}\n  Last-Modified: {LAST_MODIFIED}\n" in text
+    assert "  export's date: not stated in the export\n" in text
+    assert f"  version:       {version} (these records since " in text
+    assert "  records:       250 party_series, 90 platforms, 350 bbses, 450 parties, 2,350" in text
+    previous = text.split("\n\n")[1]
+    assert previous.startswith(f"Previous catalogue (for flask rollback): {target}.previous\n")
+    assert f"  source:        {SAMPLE.name} ({SAMPLE.resolve()}), an export file\n" in previous
+
+    answer = app.test_client().get("/api/v1/status/")  # checked against the OpenAPI document
+    assert answer.status_code == 200 and answer.headers["Cache-Control"] == "no-cache"
+    facts = answer.json
+    assert facts["version"] == version and facts["counts"]["productions"] == 2350
+    assert facts["source"] == {
+        "kind": "url",
+        "source": server.url,
+        "etag": ETAG,
+        "last_modified": LAST_MODIFIED,
+        "size": SAMPLE.stat().st_size,
+        "sha256": hashlib.sha256(SAMPLE.read_bytes()).hexdigest(),
+        "export_date": None,
+    }
+    assert facts["previous"]["source"]["source"] == SAMPLE.name
+    assert str(tmp_path) not in answer.get_data(as_text=True)  # no file system path
+    assert str(SAMPLE.parent) not in answer.get_data(as_text=True)
+    options = app.test_client().options("/api/v1/status/")
+    assert options.status_code == 200 and options.json["name"] == "Status"
+    assert app.test_client().post("/api/v1/status/").status_code == 405
+
+
+def test_status_without_a_catalogue(tmp_path, make_app):
+    app = make_app(tmp_path / "none.sqlite3")
+    result = app.test_cli_runner().invoke(args=["status"])
+    assert result.exit_code == 1
+    assert (
+        result.output
+        == f"{tmp_path / 'none.sqlite3'}: no catalogue served (load one with flask load)\n"
+    )
+    answer = app.test_client().get("/api/v1/status/")
+    assert answer.status_code == 503 and answer.json["detail"]
+
+
+def test_the_export_date_a_dump_states_and_addresses_without_passwords():
+    head = b"--\n-- PostgreSQL database dump\n--\n\n-- Started on 2026-11-22 02:30:01 UTC\n"
+    assert provenance.export_date(head) == "2026-11-22 02:30:01 UTC"
+    assert provenance.export_date(gzip.compress(head)) == "2026-11-22 02:30:01 UTC"
+    assert provenance.export_date(gzip.decompress(SAMPLE.read_bytes())[:65536]) is None
+    address = "https://mirror:secret@example.org:8443/demozoo-export.sql.gz"
+    assert provenance.public_address(address) == "https://example.org:8443/demozoo-export.sql.gz"

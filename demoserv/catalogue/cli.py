@@ -9,7 +9,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..db import database_path, get_database
-from . import fetch, install, mirror
+from . import fetch, install, mirror, status
 from .export import export_catalogue
 from .load import CatalogueError, Progress
 
@@ -215,6 +215,19 @@ def rollback_command(wait):
         click.echo(f"Rolled back {target} to its previous catalogue: {_summary(counts)}.")
 
 
+@click.command("status")
+@with_appcontext
+def status_command():
+    """Say what is served: its source, the export's validators and date, when it was
+    loaded, its version and record counts, and the previous catalogue kept for
+    ``flask rollback``."""
+    target = database_path(current_app)
+    facts = status.status(target)
+    if facts is None:
+        _fail(install.InstallError(f"{target}: no catalogue served (load one with flask load)"))
+    click.echo("\n".join(status.lines(target, facts)))
+
+
 @click.command("export")
 @click.argument("target", type=click.Path(path_type=Path, file_okay=False))
 @with_appcontext
@@ -230,3 +243,4 @@ def init_app(app):
     app.cli.add_command(load_command)
     app.cli.add_command(rollback_command)
     app.cli.add_command(export_command)
+    app.cli.add_command(status_command)
