@@ -8,7 +8,10 @@ import hashlib
 import io
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,6 +58,7 @@ class ExportServer(ThreadingHTTPServer):
         self.validators = self.conditional = self.ranges = True
         self.faults = deque()
         self.log = []
+        self.on_stall = lambda: None  # called once a stalled answer has sent its start
 
     def handle_error(self, request, client_address):
         """A client that hangs up mid-body (as the loader does once it has seen the
@@ -128,6 +132,7 @@ class ExportHandler(BaseHTTPRequestHandler):
             return self.drop()
         if fault == "stall":
             self.answer(200, body, headers, send=body[:1000])
+            server.on_stall()
             server.release.wait(30)
             return self.drop()
         self.answer(200, body, headers)
@@ -522,3 +527,56 @@ def test_the_export_date_a_dump_states_and_addresses_without_passwords():
     assert provenance.export_date(gzip.decompress(SAMPLE.read_bytes())[:65536]) is None
     address = "https://mirror:secret@example.org:8443/demozoo-export.sql.gz"
     assert provenance.public_address(address) == "https://example.org:8443/demozoo-export.sql.gz"
+
+
+def test_a_full_disk_during_the_download(server, tmp_path):
+    from .test_install import mount_tmpfs
+
+    small = tmp_path / "small"
+    mount_tmpfs(small, "2m")
+    try:
+        server.body = gzip.compress(os.urandom(3_000_000), mtime=0)  # more than fits
+        target = small / "db.sqlite3"
+        result = run(target, server.url)
+        assert result.exit_code == 1
+        assert result.output == (
+            f"{server.url}: cannot be saved: {small}: No space left on device\n"
+        )
+        assert {path.name for path in small.iterdir()} <= {".db.sqlite3.lock"}
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_a_signal_during_the_download_leaves_nothing(from_file, server, tmp_path):
+    """SIGTERM while the body stalls: the load stops at once with one line and 143, and
+    neither the download nor the build file remains."""
+    stalled = threading.Event()
+    server.faults.append("stall")
+    server.on_stall = stalled.set
+    target = served_copy(tmp_path, from_file)
+    before = fingerprint(target)
+    env = dict(
+        os.environ,
+        DEMOSERV_DATABASE=str(target),
+        DEMOSERV_SEED_DIR="",
+        DEMOSERV_FETCH_READ_TIMEOUT="60",
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", server.url],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert stalled.wait(60), "the download never started"
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + signal.SIGTERM
+    assert err == f"{target}: load interrupted by SIGTERM; the served catalogue is unchanged\n"
+    assert fingerprint(target) == before
+    assert {path.name for path in target.parent.iterdir()} <= KEPT
