@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -506,6 +507,8 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
     options = app.test_client().options("/api/v1/status/")
     assert options.status_code == 200 and options.json["name"] == "Status"
     assert app.test_client().post("/api/v1/status/").status_code == 405
+    head = app.test_client().head("/api/v1/status/")
+    assert head.status_code == 200 and head.data == b""
 
 
 def test_status_without_a_catalogue(tmp_path, make_app):
@@ -580,3 +583,18 @@ def test_a_signal_during_the_download_leaves_nothing(from_file, server, tmp_path
     assert err == f"{target}: load interrupted by SIGTERM; the served catalogue is unchanged\n"
     assert fingerprint(target) == before
     assert {path.name for path in target.parent.iterdir()} <= KEPT
+
+
+def test_the_status_answer_shows_no_query_string(from_url, tmp_path):
+    from demoserv.catalogue.status import status
+
+    target = served_copy(tmp_path, from_url[0])
+    connection = sqlite3.connect(target)
+    with connection:
+        connection.execute(
+            "UPDATE catalogue_source SET value = value || '?token=secret' WHERE key = 'source'"
+        )
+    connection.close()
+    assert status(target)["source"]["source"].endswith("?token=secret")  # flask status
+    assert "?" not in status(target, paths=False)["source"]["source"]  # over HTTP
+    assert "path" not in status(target, paths=False)["source"]

@@ -1,7 +1,9 @@
 """What a mirror serves: the served catalogue file's source, validators, the export's own
 date, load time, version and record counts, and the same of the previous file kept for
 a rollback. ``flask status`` prints it; ``/api/v1/status/`` answers it without the file
-system paths."""
+system paths and without an address's query string."""
+
+from urllib.parse import urlsplit
 
 from . import install, provenance
 
@@ -25,6 +27,9 @@ def file_status(path, *, paths=True):
         source["size"] = int(source["size"])
     if paths:
         source["path"] = facts.get("path")
+    elif source["kind"] == "url" and source["source"]:
+        # Answered to anyone: not a query string, which may hold an access token.
+        source["source"] = urlsplit(source["source"])._replace(query="").geturl()
     return {
         "version": info[0],
         "records_since": info[1],
