@@ -598,3 +598,39 @@ def test_the_status_answer_shows_no_query_string(from_url, tmp_path):
     assert status(target)["source"]["source"].endswith("?token=secret")  # flask status
     assert "?" not in status(target, paths=False)["source"]["source"]  # over HTTP
     assert "path" not in status(target, paths=False)["source"]
+
+
+def test_a_download_on_a_terminal_draws_a_bar(from_url, server, tmp_path):
+    """On a pseudo-terminal: the bar (bytes of the total, rate, time left), then the
+    summary lines."""
+    import pty
+
+    target = served_copy(tmp_path, from_url[0])
+    main, terminal = pty.openpty()
+    env = dict(os.environ, DEMOSERV_DATABASE=str(target), DEMOSERV_SEED_DIR="")
+    # Another address of the export served: downloaded, then found the same.
+    url = server.url.replace("demozoo-export", "copy")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", url],
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+    )
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(main)
+    assert process.wait(timeout=60) == 0, output
+    text = output.decode()
+    assert "[##############################] 342.8 kB of 342.8 kB, " in text
+    assert "/s, 0:00 left" in text
+    lines = text.replace("\r\n", "\n").rstrip().split("\n")
+    assert lines[-2].startswith(f"Downloaded {url}: 342.8 kB in ")
+    assert lines[-1].startswith("Unchanged: ")
