@@ -343,7 +343,7 @@ class _Fetcher:
                 self.total = span[1]
         elif status == 200:
             self.restart()
-            if not self.known.get("force") and self.known:
+            if self.known:
                 why = _same_export(response, self.known)
                 if why:
                     return Download(changed=False, why=why)
