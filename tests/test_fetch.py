@@ -112,7 +112,8 @@ class ExportHandler(BaseHTTPRequestHandler):
         body = server.body
         headers = [("Content-Type", "application/gzip")]
         if server.validators:
-            headers += [("ETag", server.etag), ("Last-Modified", server.last_modified)]
+            headers += [("ETag", server.etag)] if server.etag else []
+            headers.append(("Last-Modified", server.last_modified))
         if server.ranges:
             headers.append(("Accept-Ranges", "bytes"))
         if server.validators and server.conditional and self._not_modified():
@@ -634,3 +635,21 @@ def test_a_download_on_a_terminal_draws_a_bar(from_url, server, tmp_path):
     lines = text.replace("\r\n", "\n").rstrip().split("\n")
     assert lines[-2].startswith(f"Downloaded {url}: 342.8 kB in ")
     assert lines[-1].startswith("Unchanged: ")
+
+
+def test_without_etags_the_same_last_modified_and_size_end_the_download(from_url, server, tmp_path):
+    server.etag, server.conditional = None, False  # Last-Modified only, never a 304
+    target = served_copy(tmp_path, from_url[0])
+    connection = sqlite3.connect(target)
+    with connection:
+        connection.execute("DELETE FROM catalogue_source WHERE key = 'etag'")
+    connection.close()
+    before = fingerprint(target)
+    result = run(target, server.url)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(
+        f"Unchanged: {target} already serves {server.url}: same Last-Modified and size;"
+    )
+    assert server.log[0][0]["If-Modified-Since"] == LAST_MODIFIED
+    assert "If-None-Match" not in server.log[0][0]
+    assert fingerprint(target) == before
