@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from flask import Flask
 
-from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering
+from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering, status
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
@@ -85,6 +85,7 @@ def create_app(test_config=None, instance_path=None):
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
+    app.register_blueprint(status.bp)
     catalogue_cli.init_app(app)
     app.cli.add_command(version_command)
     _seed_first_run(app)

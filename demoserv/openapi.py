@@ -10,11 +10,14 @@ from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
 from . import parameters
+from .catalogue import status
 from .pagination import PAGE_SIZE
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import RESOURCES, releasers
 from .shared import MAX_ID
 from .version import __version__
+
+STATUS_PATH = "/api/v1/status/"
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
@@ -176,6 +179,57 @@ def _register(spec, schema):
     return name
 
 
+def _status_schema():
+    text = {"type": ["string", "null"]}
+    source = {
+        "type": "object",
+        "description": "Where the catalogue came from; null where not known.",
+        "additionalProperties": False,
+        "required": list(status.SOURCE_KEYS),
+        "properties": {
+            "kind": {
+                "type": ["string", "null"],
+                "enum": ["url", "file", "folder", None],
+                "description": "An export's address, an export file or a catalogue folder.",
+            },
+            "source": {**text, "description": "The address, or the file's or folder's name."},
+            "etag": {**text, "description": "The ETag the export was sent with."},
+            "last_modified": {**text, "description": "The export's Last-Modified."},
+            "size": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
+            "sha256": {**text, "description": "SHA-256 of the export's bytes, in hex."},
+            "export_date": {**text, "description": "The date the dump states, if any."},
+        },
+    }
+    catalogue = {
+        "version": {"type": "string", "description": "The records' digest (ETags use it)."},
+        "records_since": {
+            "type": "string",
+            "description": "Since when these records are served (Last-Modified).",
+        },
+        "loaded_at": {**text, "description": "When this file was built (UTC)."},
+        "schema_version": {"type": "integer"},
+        "source": source,
+    }
+    counts = {
+        "type": "object",
+        "additionalProperties": {"type": "integer", "minimum": 0},
+        "description": "Records of each resource.",
+    }
+    previous = {
+        "type": ["object", "null"],
+        "description": "The catalogue kept for a rollback; null if none.",
+        "additionalProperties": False,
+        "required": list(catalogue),
+        "properties": catalogue,
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [*catalogue, "counts", "previous"],
+        "properties": {**catalogue, "counts": counts, "previous": previous},
+    }
+
+
 def build():
     """The OpenAPI document as a dict."""
     spec = APISpec(
@@ -268,6 +322,24 @@ def build():
                 "options": _options(f"a releaser's {name.replace('_', ' ')}"),
             },
         )
+    spec.components.schema("Status", _status_schema())
+    spec.path(
+        path=STATUS_PATH,
+        operations={
+            "get": {
+                "summary": "What this mirror serves, for monitors",
+                "description": "The served catalogue's source, the export's validators and "
+                "own date, when it was loaded, its version and record counts, and the "
+                "previous catalogue kept for a rollback. Not cached (no ETag).",
+                "parameters": COMMON_PARAMETERS[:1],
+                "responses": {
+                    "200": _json(_ref("Status"), "The served catalogue and the previous one."),
+                    **_errors("400", "406", "503"),
+                },
+            },
+            "options": _options("the mirror's status"),
+        },
+    )
     spec.path(
         path="/api/v1/openapi.json",
         operations={

@@ -27,7 +27,7 @@ from sqlalchemy import (
 metadata = MetaData()
 # Bumped whenever a table, a column or the stored form of records changes: the server
 # refuses files of another schema.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _rank(name):
@@ -74,6 +74,16 @@ catalogue_info = Table(
     Column("schema_version", Integer, nullable=False),
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
+)
+
+# Where the catalogue came from (catalogue/provenance.py), one fact a row: the source
+# (an address or a file name), the export's validators, size, digest and own date, and
+# when it was loaded. Not part of the records: the catalogue version ignores it.
+catalogue_source = Table(
+    "catalogue_source",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
 )
 
 # The zstd dictionary of each resource's list and detail records (shared.RecordCodec).

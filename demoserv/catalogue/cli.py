@@ -9,9 +9,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..db import database_path, get_database
-from . import install, prebuilt
+from . import fetch, install, mirror, status
 from .export import export_catalogue
-from .load import CatalogueError, Progress, load_catalogue
+from .load import CatalogueError, Progress
 
 
 class TerminalProgress(Progress):
@@ -51,6 +51,52 @@ class TerminalProgress(Progress):
         click.echo(f"{description}...")
 
 
+class DownloadBar(fetch.DownloadProgress):
+    """On a terminal, one line redrawn as the export arrives: a bar, bytes of the
+    total, the rate and the time left."""
+
+    WIDTH = 30
+    EVERY = 0.1  # seconds between redraws
+
+    def started(self, total, offset):
+        self.total, self.done, self.offset = total, offset, offset
+        self.began = time.monotonic()
+        self.drawn = 0.0
+        self._draw()
+
+    def advanced(self, size):
+        self.done += size
+        if time.monotonic() - self.drawn >= self.EVERY:
+            self._draw()
+
+    def finished(self):
+        self._draw()
+        click.echo("")
+
+    def _draw(self):
+        self.drawn = time.monotonic()
+        rate = (self.done - self.offset) / max(self.drawn - self.began, 1e-6)
+        if self.total:
+            filled = int(min(self.done / self.total, 1) * self.WIDTH)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            left = (self.total - self.done) / rate if rate > 0 else None
+            text = (
+                f"[{bar}] {_size(self.done)} of {_size(self.total)}, {_size(rate)}/s, "
+                f"{_duration(left)} left"
+            )
+        else:
+            text = f"{_size(self.done)}, {_size(rate)}/s"
+        click.echo(f"\r{text:<78}", nl=False)
+
+
+def _duration(seconds):
+    if seconds is None:
+        return "--:--"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02}:{rest % 60:02}" if hours else f"{rest // 60}:{rest % 60:02}"
+
+
 def _summary(counts):
     return ", ".join(f"{count} {name}" for name, count in counts.items())
 
@@ -69,38 +115,90 @@ def _fail(error):
 
 
 @click.command("load")
-@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("source")
 @click.option("--wait", is_flag=True, help="If another load is running, wait for it to end.")
 @click.option(
     "--allow-empty",
     is_flag=True,
     help="Load even if a resource that the served catalogue has would be left empty.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Load even if the export is the one served (same validators or bytes).",
+)
 @with_appcontext
-def load_command(source, wait, allow_empty):
+def load_command(source, wait, allow_empty, force):
     """Load SOURCE, replacing the served catalogue (kept as the previous one for
     ``flask rollback``): a catalogue folder, the upstream's daily database export
-    (a .sql or .sql.gz file), or a catalogue file this service built (.sqlite3)."""
+    (a .sql or .sql.gz file, or its http(s) address), or a catalogue file this service
+    built (.sqlite3). An export that is the one served is not loaded again."""
     target = database_path(current_app)
-    built = prebuilt.is_built_catalogue(source)
-    progress = TerminalProgress() if sys.stdout.isatty() else Progress()
+    terminal = sys.stdout.isatty()
+    progress = TerminalProgress() if terminal else Progress()
+    download_progress = DownloadBar() if terminal else None
+    settings = fetch.Settings.from_config(current_app.config)
     started = time.monotonic()
     # Everything, the summary included, under the signal handling: once the new file
     # is in place a signal can no longer turn the success into a failure.
     with install.handling_signals(target):
         try:
-            if built:
-                counts, before = prebuilt.install_built(
-                    source, target, wait=wait, allow_empty=allow_empty
-                )
-            else:
-                counts, before = load_catalogue(
-                    source, target, progress, wait=wait, allow_empty=allow_empty
-                )
-        except (CatalogueError, install.InstallError) as error:
+            outcome = mirror.load_source(
+                source,
+                target,
+                progress,
+                wait=wait,
+                allow_empty=allow_empty,
+                force=force,
+                settings=settings,
+                download_progress=download_progress,
+            )
+        except (CatalogueError, install.InstallError, fetch.FetchError) as error:
             _fail(error)
         elapsed = time.monotonic() - started
-        click.echo(f"Loaded {_changes(counts, before)} into {target} in {elapsed:.1f} s.")
+        if outcome.download is not None and outcome.download.received:
+            click.echo(_downloaded(outcome))
+        click.echo(_loaded(outcome, target, elapsed))
+
+
+def _size(count):
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:,} {unit}" if unit == "bytes" else f"{count:,.1f} {unit}"
+        count /= 1000
+
+
+def _downloaded(outcome):
+    download = outcome.download
+    rate = download.received / max(download.elapsed, 1e-6)
+    notes = [f"{download.attempts} attempts"] if download.attempts > 1 else []
+    if download.resumed:
+        notes.append(f"resumed {download.resumed}×")
+    if download.restarted:
+        notes.append(f"restarted {download.restarted}×")
+    more = f"; {', '.join(notes)}" if notes else ""
+    return (
+        f"Downloaded {outcome.source}: {_size(download.received)} in "
+        f"{download.elapsed:.1f} s ({_size(rate)}/s{more})."
+    )
+
+
+def _loaded(outcome, target, elapsed):
+    if not outcome.changed:
+        return (
+            f"Unchanged: {target} already serves {outcome.source}: {outcome.why}; "
+            f"nothing loaded (version {outcome.version_before})."
+        )
+    if outcome.version_before is None:
+        records = f"version {outcome.version_after}"
+    elif outcome.version_before == outcome.version_after:
+        records = f"the same records as before, version {outcome.version_after}"
+    else:
+        records = f"records changed, version {outcome.version_before} → {outcome.version_after}"
+    return (
+        f"Loaded {outcome.source}: {_changes(outcome.counts, outcome.before)} into {target} "
+        f"in {elapsed:.1f} s ({records})."
+    )
 
 
 @click.command("rollback")
@@ -115,6 +213,19 @@ def rollback_command(wait):
         except install.InstallError as error:
             _fail(error)
         click.echo(f"Rolled back {target} to its previous catalogue: {_summary(counts)}.")
+
+
+@click.command("status")
+@with_appcontext
+def status_command():
+    """Say what is served: its source, the export's validators and date, when it was
+    loaded, its version and record counts, and the previous catalogue kept for
+    ``flask rollback``."""
+    target = database_path(current_app)
+    facts = status.status(target)
+    if facts is None:
+        _fail(install.InstallError(f"{target}: no catalogue served (load one with flask load)"))
+    click.echo("\n".join(status.lines(target, facts)))
 
 
 @click.command("export")
@@ -132,3 +243,4 @@ def init_app(app):
     app.cli.add_command(load_command)
     app.cli.add_command(rollback_command)
     app.cli.add_command(export_command)
+    app.cli.add_command(status_command)

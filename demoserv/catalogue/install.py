@@ -7,6 +7,8 @@ File names beside the served file ``NAME``:
 - ``.NAME.lock``: the load lock (``fcntl.flock``); held by a running load or rollback.
 - ``.NAME.<hex>.loading``: a file being built; one left by a killed load is removed by
   the next load, which holds the lock, so it is never one that a running load writes.
+- ``.NAME.<hex>.loading.download`` (and ``.scratch``, ``.staging``): an export being
+  downloaded, and what a build keeps beside its file; removed with it.
 - ``NAME.previous``: the catalogue served before the last load (a hard link).
 """
 

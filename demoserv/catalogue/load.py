@@ -22,7 +22,7 @@ from marshmallow import ValidationError
 from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..shared import date_key, name_key, sortable_title
-from . import install
+from . import install, provenance
 from .build import Builder
 from .pgdump import DumpError
 from .upstream import import_dump
@@ -57,31 +57,44 @@ class Progress:
         """While importing a dump: the table being read and its rows so far."""
 
 
-def load_catalogue(source, database, progress=None, *, wait=False, allow_empty=False):
+def load_catalogue(source, database, progress=None, *, wait=False, allow_empty=False, origin=None):
     """Load the catalogue folder ``source``, or the upstream's database export (a
     ``.sql`` or ``.sql.gz`` file), into the database file ``database``.
 
     Returns (the number of records of each resource, the same of the catalogue it
     replaced). See ``install`` for the lock, the checks and the previous file.
     """
+    if not Path(source).is_file():
+        catalogue_files(Path(source))  # a source that cannot be read: said before the lock
+    target = Path(database)
+    with install.building(target, wait=wait) as building:
+        counts = build_catalogue(
+            source, building, target, progress, allow_empty=allow_empty, origin=origin
+        )
+        before = install.install(building, target, counts, allow_empty=allow_empty)
+    return counts, before
+
+
+def build_catalogue(source, building, target, progress=None, *, allow_empty=False, origin=None):
+    """Build the catalogue of ``source`` (a folder or an export file) into the new file
+    ``building`` that is to replace ``target``, and record ``origin`` (provenance facts;
+    by default those of ``source``) in it. Returns the number of records of each resource."""
     progress = progress or Progress()
     if Path(source).is_file():
         fill = lambda builder: _import(source, builder, progress)  # noqa: E731
     else:
         paths = catalogue_files(Path(source))
         fill = lambda builder: _Loader(builder, paths, progress).run()  # noqa: E731
-    target = Path(database)
-    with install.building(target, wait=wait) as building:
-        builder = Builder(building)
-        try:
-            counts, features = fill(builder)
-            # Known once the files are read: stop before the long work of finishing.
-            install.refuse_to_empty(target, counts, allow_empty=allow_empty)
-            builder.finish(counts, features, progress)
-        finally:
-            builder.close()
-        before = install.install(building, target, counts, allow_empty=allow_empty)
-    return counts, before
+    builder = Builder(building)
+    try:
+        counts, features = fill(builder)
+        # Known once the files are read: stop before the long work of finishing.
+        install.refuse_to_empty(target, counts, allow_empty=allow_empty)
+        builder.finish(counts, features, progress)
+    finally:
+        builder.close()
+    provenance.record(building, origin if origin is not None else provenance.of_path(source))
+    return counts
 
 
 def _import(source, builder, progress):

@@ -1,0 +1,90 @@
+"""What a mirror serves: the served catalogue file's source, validators, the export's own
+date, load time, version and record counts, and the same of the previous file kept for
+a rollback. ``flask status`` prints it; ``/api/v1/status/`` answers it without the file
+system paths and without an address's query string."""
+
+from urllib.parse import urlsplit
+
+from . import install, provenance
+
+KINDS = {"url": "an address", "file": "an export file", "folder": "a catalogue folder"}
+SOURCE_KEYS = ("kind", "source", "etag", "last_modified", "size", "sha256", "export_date")
+
+
+def file_status(path, *, paths=True):
+    """The facts of the catalogue file at ``path``; None if it is absent or unusable."""
+    info = install._read(
+        path,
+        "SELECT version, loaded_at, schema_version FROM catalogue_info",
+        lambda cursor: cursor.fetchone(),
+        None,
+    )
+    if info is None:
+        return None
+    facts = provenance.read(path)
+    source = {key: facts.get(key) for key in SOURCE_KEYS}
+    if source["size"] is not None:
+        source["size"] = int(source["size"])
+    if paths:
+        source["path"] = facts.get("path")
+    elif source["kind"] == "url" and source["source"]:
+        # Answered to anyone: not a query string, which may hold an access token.
+        source["source"] = urlsplit(source["source"])._replace(query="").geturl()
+    return {
+        "version": info[0],
+        "records_since": info[1],
+        "loaded_at": facts.get("loaded_at"),
+        "schema_version": info[2],
+        "counts": install.served_counts(path),
+        "source": source,
+    }
+
+
+def status(target, *, paths=True):
+    """The served file's facts, with ``previous``: the previous file's (or None). None
+    if no catalogue is served."""
+    served = file_status(target, paths=paths)
+    if served is None:
+        return None
+    previous = file_status(install.previous_path(target), paths=paths)
+    if previous is not None:
+        previous.pop("counts")
+    return {**served, "previous": previous}
+
+
+def lines(target, facts):
+    """``flask status``'s text: one fact a line."""
+    out = [f"Served catalogue: {target}"]
+    out += _file_lines(facts)
+    previous = facts["previous"]
+    out.append("")
+    if previous is None:
+        out.append(
+            f"Previous catalogue (for flask rollback): none at {install.previous_path(target)}"
+        )
+    else:
+        out.append(f"Previous catalogue (for flask rollback): {install.previous_path(target)}")
+        out += _file_lines(previous)
+    return out
+
+
+def _file_lines(facts):
+    source = facts["source"]
+    where = source["source"] or "unknown"
+    if source.get("path") and source["kind"] != "url":
+        where = f"{where} ({source['path']})"
+    kind = KINDS.get(source["kind"])
+    rows = [("source", f"{where}, {kind}" if kind else where)]
+    if source["kind"] == "url":
+        rows.append(("ETag", source["etag"] or "none sent"))
+        rows.append(("Last-Modified", source["last_modified"] or "none sent"))
+    if source["size"] is not None:
+        rows.append(("export", f"{source['size']:,} bytes, SHA-256 {source['sha256']}"))
+    if source["kind"] != "folder":
+        rows.append(("export's date", source["export_date"] or "not stated in the export"))
+    rows.append(("loaded at", facts["loaded_at"] or "unknown"))
+    rows.append(("version", f"{facts['version']} (these records since {facts['records_since']})"))
+    if "counts" in facts:
+        counts = ", ".join(f"{count:,} {name}" for name, count in facts["counts"].items())
+        rows.append(("records", counts))
+    return [f"  {name + ':':<15}{value}" for name, value in rows]
