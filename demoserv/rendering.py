@@ -8,7 +8,7 @@
 - Without ``format``, an ``Accept`` header that admits JSON gets JSON (indented by N
   spaces for ``application/json; indent=N``, 1 to 8); one that admits only
   ``application/javascript`` gets JSONP; any other gets a 406.
-- JSONP is ``<callback>(<the JSON body>)`` as ``application/javascript``, the name from
+- JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as ``application/javascript``, the name from
   ``callback=`` (default ``callback``): a dotted JavaScript identifier of at most 100
   characters, anything else a 400, so that no request makes the service emit script of
   its choosing. Only 200 answers are wrapped; errors stay JSON.
@@ -228,7 +228,7 @@ def represent(response):
     if request.callback is not None:
         if response.status_code == 200:
             body = response.get_data()
-            response.set_data(request.callback.encode() + b"(" + body + b")")
+            response.set_data(request.callback.encode() + b"(" + body + b");")
             response.headers["Content-Type"] = JSONP_CONTENT_TYPE
     elif request.indent and not 300 <= response.status_code < 400:
         body = response.get_data()

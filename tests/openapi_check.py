@@ -77,9 +77,9 @@ def check(method, path, response, field_name="service_url"):
         body = DECODE[encoding](body)
     if response.headers.get("Content-Type", "").startswith(
         "application/javascript"
-    ):  # JSONP: callback(<the JSON>)
-        assert re.fullmatch(rb"[A-Za-z0-9_$.]+\(.*\)", body, re.DOTALL), body[:100]
-        body = body[body.index(b"(") + 1 : -1]
+    ):  # JSONP: callback(<the JSON>);
+        assert re.fullmatch(rb"[A-Za-z0-9_$.]+\(.*\);", body, re.DOTALL), body[:100]
+        body = body[body.index(b"(") + 1 : -2]
     Draft202012Validator(schema, registry=REGISTRIES[field_name]).validate(json.loads(body))
     checked["count"] += 1
 

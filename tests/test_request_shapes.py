@@ -140,8 +140,8 @@ def _detail(client, path):
 
 def _unwrapped(response, callback="callback"):
     body = response.get_data()
-    assert body.startswith(callback.encode() + b"(") and body.endswith(b")")
-    return json.loads(body[len(callback) + 1 : -1])
+    assert body.startswith(callback.encode() + b"(") and body.endswith(b");")
+    return json.loads(body[len(callback) + 1 : -2])
 
 
 @pytest.mark.parametrize(

@@ -228,7 +228,7 @@ def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(golden, upstream_
         join = "&" if "?" in request else "?"
         jsonp = upstream_client.get(f"{request}{join}format=jsonp&callback=cb", headers=headers)
         assert jsonp.headers["Content-Type"] == "application/javascript; charset=utf-8"
-        assert jsonp.data.startswith(b"cb(") and jsonp.data.endswith(b")")
+        assert jsonp.data.startswith(b"cb(") and jsonp.data.endswith(b");")
         indented = upstream_client.get(
             request, headers={**headers, "Accept": "application/json; indent=4"}
         )
