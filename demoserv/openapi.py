@@ -41,7 +41,7 @@ def _json_or_jsonp(schema, description):
     JSON wrapped in a callback."""
     answer = _json(schema, description)
     answer["content"][JAVASCRIPT_TYPE] = {
-        "schema": {"type": "string", "description": "callback(<the JSON body>)"}
+        "schema": {"type": "string", "description": "callback(<the JSON body>);"}
     }
     return answer
 
@@ -331,10 +331,12 @@ def build():
                 "description": "The served catalogue's source, the export's validators and "
                 "own date, when it was loaded, its version and record counts, and the "
                 "previous catalogue kept for a rollback. Not cached (no ETag).",
-                "parameters": COMMON_PARAMETERS[:1],
+                "parameters": COMMON_PARAMETERS,
                 "responses": {
-                    "200": _json(_ref("Status"), "The served catalogue and the previous one."),
-                    **_errors("400", "406", "503"),
+                    "200": _json_or_jsonp(
+                        _ref("Status"), "The served catalogue and the previous one."
+                    ),
+                    **_errors("400", "404", "406", "503"),
                 },
             },
             "options": _options("the mirror's status"),

@@ -13,8 +13,9 @@ from flask import Blueprint, current_app, request
 from .catalogue import install, status
 from .db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
 from .openapi import STATUS_PATH
-from .parameters import FORMAT
+from .parameters import CALLBACK, FORMAT
 from .rendering import JSON_TYPE
+from .resources.base import add_view
 
 bp = Blueprint("status", __name__)
 
@@ -27,16 +28,18 @@ def _previous_id(target):
     return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
 
 
+def describe():
+    return {
+        "name": "Status",
+        "description": "What this mirror serves: its source, version, counts and the "
+        "previous catalogue kept for a rollback.",
+        "renders": [JSON_TYPE],
+        "parses": [],
+        "parameters": {"format": FORMAT, "callback": CALLBACK},
+    }
+
+
 def mirror_status():
-    if request.method == "OPTIONS":
-        return {
-            "name": "Status",
-            "description": "What this mirror serves: its source, version, counts and the "
-            "previous catalogue kept for a rollback.",
-            "renders": [JSON_TYPE],
-            "parses": [],
-            "parameters": {"format": FORMAT},
-        }
     catalogue = get_catalogue()  # a 503 when no catalogue can be read
     target = database_path(current_app)
     key = (catalogue.file_id, _previous_id(target))
@@ -54,5 +57,5 @@ def mirror_status():
     return response
 
 
-mirror_status.provide_automatic_options = False
-bp.add_url_rule(STATUS_PATH, "mirror_status", mirror_status, methods=["GET", "OPTIONS"])
+# The path and, like every API path, the same with a format suffix (/api/v1/status.json).
+add_view(bp, STATUS_PATH, mirror_status, describe)

@@ -510,6 +510,10 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
     assert app.test_client().post("/api/v1/status/").status_code == 405
     head = app.test_client().head("/api/v1/status/")
     assert head.status_code == 200 and head.data == b""
+    suffixed = app.test_client().get("/api/v1/status.json")  # like every API path
+    assert suffixed.status_code == 200 and suffixed.json == facts
+    jsonp = app.test_client().get("/api/v1/status/?format=jsonp&callback=seen")
+    assert jsonp.data == b"seen(" + answer.data + b");"
 
 
 def test_status_without_a_catalogue(tmp_path, make_app):
