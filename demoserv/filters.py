@@ -5,8 +5,9 @@ the listing queries, OPTIONS and the OpenAPI document all read that declaration.
 An empty value (``title=``) is no filter, as real clients send empty parameters. A bad
 value is a 400 naming the parameter, and so is a filter whose data the catalogue lacks.
 A parameter given twice takes its last value, except for the repeatable id filters,
-whose values are OR-ed, and ``tag``, whose tags are all required. Equivalent values (``1991`` and ``1991-01-01``; ``7``, ``07``
-and ``7,7``) give the same key, so that they are one listing.
+whose values are OR-ed, and ``tag``, whose tags are all required. Equivalent values
+(``1991`` and ``1991-01-01``; ``7``, ``07`` and ``7,7``) give the same key, so that
+they are one listing.
 """
 
 import re

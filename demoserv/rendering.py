@@ -8,10 +8,11 @@
 - Without ``format``, an ``Accept`` header that admits JSON gets JSON (indented by N
   spaces for ``application/json; indent=N``, 1 to 8); one that admits only
   ``application/javascript`` gets JSONP; any other gets a 406.
-- JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as ``application/javascript``, the name from
-  ``callback=`` (default ``callback``): a dotted JavaScript identifier of at most 100
-  characters, anything else a 400, so that no request makes the service emit script of
-  its choosing. Only 200 answers are wrapped; errors stay JSON.
+- JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as
+  ``application/javascript``, the name from ``callback=`` (default ``callback``): a
+  dotted JavaScript identifier of at most 100 characters, anything else a 400, so that
+  no request makes the service emit script of its choosing. Only 200 answers are
+  wrapped; errors stay JSON.
 - Every response under the prefix, errors and redirects included, carries ``Allow``,
   ``Content-Type: application/json`` (JSONP answers: ``application/javascript``),
   ``Vary: Accept`` and CORS headers that let any origin read it; every response carries
