@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from demoserv import create_app
-from demoserv.catalogue import fetch, install, provenance
+from demoserv.catalogue import fetch, install, load_catalogue, provenance
 from demoserv.catalogue.cli import DownloadBar
-from demoserv.catalogue.load import load_catalogue
 
 SAMPLE = Path(__file__).parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 ETAG = '"export-1"'

@@ -6,9 +6,11 @@ import tracemalloc
 
 import pytest
 
-from demoserv.catalogue import CatalogueError, build, export_catalogue, load_catalogue
+from demoserv.catalogue import CatalogueError, Progress, build, export_catalogue, load_catalogue
 from demoserv.catalogue.build import Builder
-from demoserv.catalogue.load import Progress, _Loader, _Scratch, catalogue_files
+from demoserv.catalogue.files import catalogue_files
+from demoserv.catalogue.rows import Loader
+from demoserv.catalogue.scratch import Scratch
 from demoserv.db import read_only_engine
 
 from . import oracle
@@ -362,7 +364,7 @@ def _python_memory_of_reading(folder, count):
     write_lines(folder, "productions", productions)
     builder = Builder(str(folder / "new.sqlite3"))
     try:
-        loader = _Loader(builder, catalogue_files(folder), Progress())
+        loader = Loader(builder, catalogue_files(folder), Progress())
         tracemalloc.start()
         try:
             counts, _ = loader.run()
@@ -384,8 +386,8 @@ def _python_memory_of_reading(folder, count):
 def test_memory_of_a_load_does_not_grow_with_the_catalogue(tmp_path, monkeypatch):
     # Small batches, so that a small catalogue fills them as a large one does.
     monkeypatch.setattr(build, "BATCH", 100)
-    monkeypatch.setattr(_Scratch, "BATCH", 100)
-    monkeypatch.setattr(_Scratch, "CACHED", 100)
+    monkeypatch.setattr(Scratch, "BATCH", 100)
+    monkeypatch.setattr(Scratch, "CACHED", 100)
     small = _python_memory_of_reading(tmp_path / "small", 1000)
     large = _python_memory_of_reading(tmp_path / "large", 4000)
     # Kept in memory, the 3,000 more releasers and productions took a megabyte and more.
@@ -561,14 +563,14 @@ def test_colons_in_strings_are_not_duplicate_keys(tmp_path):
 
 
 def test_a_field_too_long_is_refused_early(served):
-    from demoserv.catalogue import load
+    from demoserv.catalogue import files
 
     database, bad = served
-    title = "x" * (load.FIELD_LIMIT + 1)
+    title = "x" * (files.FIELD_LIMIT + 1)
     write_lines(bad, "productions", [dict(PRODUCTION, title=title)])
     assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")
     # A line past the line limit is refused having read only the limit.
-    huge = b'{"id": 1, "title": "' + b"y" * (load.LINE_LIMIT + 10) + b'"}\n'
+    huge = b'{"id": 1, "title": "' + b"y" * (files.LINE_LIMIT + 10) + b'"}\n'
     write_lines(bad, "productions", [huge])
     assert_fails(bad, database, "productions.jsonl:1: title: too long (a string field holds")
 

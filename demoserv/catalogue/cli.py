@@ -9,9 +9,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..db import database_path, get_database
-from . import fetch, install, mirror, status
+from . import fetch, install, sources, status
 from .export import export_catalogue
-from .load import CatalogueError, Progress
+from .reporting import CatalogueError, Progress
 
 
 class TerminalProgress(Progress):
@@ -143,7 +143,7 @@ def load_command(source, wait, allow_empty, force):
     # is in place a signal can no longer turn the success into a failure.
     with install.handling_signals(target):
         try:
-            outcome = mirror.load_source(
+            outcome = sources.load_source(
                 source,
                 target,
                 progress,

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from .. import tables
 from ..db import expected_columns, schema_mismatch
 from . import install
-from .load import CatalogueError
+from .reporting import CatalogueError
 
 MAGIC = b"SQLite format 3\x00"
 SUFFIXES = (".sqlite3", ".sqlite", ".db")

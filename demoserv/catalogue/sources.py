@@ -1,11 +1,13 @@
-"""``flask load SOURCE`` for every kind of source, and only when it changed.
+"""Where a catalogue comes from, decided in one place: ``kind_of`` tells an address, a
+built catalogue file, an export file and a catalogue folder apart, and ``load_source``
+(``flask load``) and ``load_catalogue`` hand each to the one stage that reads it: the
+download (``fetch``) and then the import (``upstream``), the check of a built file
+(``prebuilt``), the import, or the folder's files (``files``, ``rows``, ``scratch``).
+Every kind is built beside the served file and installed (``install``) only when good.
 
-SOURCE is a catalogue folder, an export file (``.sql``, ``.sql.gz``), a catalogue file
-built by this service, or the ``http(s)`` address of an export. An address is downloaded
-(``fetch``) under the load lock into ``.NAME.<hex>.loading.download`` beside the served
-file ``NAME`` (removed on leaving, and by the next load after a ``kill -9``, like every
-build file), then imported with every guarantee of a file load.
-
+An address is downloaded under the load lock into ``.NAME.<hex>.loading.download``
+beside the served file ``NAME`` (removed on leaving, and by the next load after a
+``kill -9``, like every build file), then imported with every guarantee of a file load.
 An export whose validators (``ETag``, ``Last-Modified``) or bytes (size and SHA-256) show
 the one served is not loaded again, unless ``force``: the served file is left as it is.
 """
@@ -16,14 +18,43 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from . import fetch, install, prebuilt, provenance
-from .load import CatalogueError, build_catalogue, load_catalogue
+from .build import Builder
+from .files import catalogue_files
+from .pgdump import DumpError
+from .reporting import CatalogueError, Progress
+from .rows import Loader
+from .upstream import import_dump
 
 ADDRESS_SCHEMES = ("http://", "https://")
 SAME_BYTES = "the same bytes as the export served (SHA-256)"
+ADDRESS, BUILT, EXPORT, FOLDER = "address", "built", "export", "folder"
 
 
 def is_address(source):
     return str(source).lower().startswith(ADDRESS_SCHEMES)
+
+
+def kind_of(source):
+    """What ``source`` is: ADDRESS, BUILT (a catalogue file this service built), EXPORT
+    (the upstream's database export, ``.sql`` or ``.sql.gz``) or FOLDER."""
+    if is_address(source):
+        return ADDRESS
+    if prebuilt.is_built_catalogue(source):
+        return BUILT
+    if Path(source).is_file():
+        return EXPORT
+    return FOLDER
+
+
+def load_catalogue(source, database, progress=None, *, wait=False, allow_empty=False):
+    """Load ``source`` (any kind) into the database file ``database``, even if it is the
+    export served. Returns (the number of records of each resource, the same of the
+    catalogue it replaced). See ``install`` for the lock, the checks and the previous
+    file."""
+    outcome = load_source(
+        source, database, progress, wait=wait, allow_empty=allow_empty, force=True
+    )
+    return outcome.counts, outcome.before
 
 
 @dataclass
@@ -57,26 +88,22 @@ def load_source(
     Returns an Outcome; raises CatalogueError, InstallError or fetch.FetchError in one
     line, leaving the served file as it was."""
     target = Path(target)
+    progress = progress or Progress()
     version_before = _version(target)
-    if is_address(source):
+    kind = kind_of(source)
+    if kind == ADDRESS:
         outcome = _load_address(
             str(source), target, progress, wait, allow_empty, force, settings,
             download_progress, sleep,
         )  # fmt: skip
-    else:
+    elif kind == BUILT:
         source = Path(source)
-        if prebuilt.is_built_catalogue(source):
-            counts, before = prebuilt.install_built(
-                source, target, wait=wait, allow_empty=allow_empty
-            )
-            outcome = Outcome(source.name, True, counts, before)
-        elif source.is_file():
-            outcome = _load_file(source, target, progress, wait, allow_empty, force)
-        else:
-            counts, before = load_catalogue(
-                source, target, progress, wait=wait, allow_empty=allow_empty
-            )
-            outcome = Outcome(source.name, True, counts, before)
+        counts, before = prebuilt.install_built(source, target, wait=wait, allow_empty=allow_empty)
+        outcome = Outcome(source.name, True, counts, before)
+    elif kind == EXPORT:
+        outcome = _load_file(Path(source), target, progress, wait, allow_empty, force)
+    else:
+        outcome = _load_folder(Path(source), target, progress, wait, allow_empty)
     outcome.version_before = version_before
     outcome.version_after = _version(target) if outcome.changed else version_before
     if not outcome.changed:
@@ -89,6 +116,17 @@ def _version(target):
     return info[0] if info else None
 
 
+def _load_folder(source, target, progress, wait, allow_empty):
+    paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
+    with install.building(target, wait=wait) as building:
+        counts = _build(
+            lambda builder: Loader(builder, paths, progress).run(),
+            building, target, progress, allow_empty, provenance.of_path(source),
+        )  # fmt: skip
+        before = install.install(building, target, counts, allow_empty=allow_empty)
+    return Outcome(source.name, True, counts, before)
+
+
 def _load_file(source, target, progress, wait, allow_empty, force):
     with install.building(target, wait=wait) as building:
         try:
@@ -97,9 +135,7 @@ def _load_file(source, target, progress, wait, allow_empty, force):
             raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
         if not force and provenance.same_export(facts, provenance.read(target)):
             return Outcome(source.name, False, why=SAME_BYTES)
-        counts = build_catalogue(
-            source, building, target, progress, allow_empty=allow_empty, origin=facts
-        )
+        counts = _build_export(source, building, target, progress, allow_empty, facts)
         before = install.install(building, target, counts, allow_empty=allow_empty)
     return Outcome(source.name, True, counts, before)
 
@@ -138,13 +174,8 @@ def _load_address(
             if not force and provenance.same_export(download.facts, served):
                 return Outcome(shown, False, why=SAME_BYTES, download=download)
             try:
-                counts = build_catalogue(
-                    download_path,
-                    building,
-                    target,
-                    progress,
-                    allow_empty=allow_empty,
-                    origin=download.facts,
+                counts = _build_export(
+                    download_path, building, target, progress, allow_empty, download.facts
                 )
             except CatalogueError as error:
                 text = str(error).replace(download_path.name, file_name(url))
@@ -153,3 +184,29 @@ def _load_address(
         finally:
             download_path.unlink(missing_ok=True)
     return Outcome(shown, True, counts, before, download=download)
+
+
+def _build_export(source, building, target, progress, allow_empty, origin):
+    def fill(builder):
+        try:
+            return import_dump(source, builder, progress)
+        except DumpError as error:
+            raise CatalogueError(str(error)) from None
+
+    return _build(fill, building, target, progress, allow_empty, origin)
+
+
+def _build(fill, building, target, progress, allow_empty, origin):
+    """Build into the new file ``building`` that is to replace ``target`` what ``fill``
+    writes with a Builder, and record ``origin`` (provenance facts) in it. Returns the
+    number of records of each resource."""
+    builder = Builder(building)
+    try:
+        counts, features = fill(builder)
+        # Known once the files are read: stop before the long work of finishing.
+        install.refuse_to_empty(target, counts, allow_empty=allow_empty)
+        builder.finish(counts, features, progress)
+    finally:
+        builder.close()
+    provenance.record(building, origin)
+    return counts
