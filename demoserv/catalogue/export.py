@@ -1,88 +1,56 @@
-"""Writing the served catalogue back as a catalogue folder, in the format it loads from:
-each record's detail fields, nested records that are records of their own reduced to
-their ids, and each relation shown from two sides written once, on the party's, the
-member's or the party's side (a load derives the other side)."""
+"""Writing the served catalogue back as a catalogue folder, in the format it loads from,
+derived from each resource's declaration: each record's detail fields as its record
+schema reads them (``record_schema``), nested records that are records of their own
+reduced to their ids, and each relation shown from two sides written once, by the side
+that does not declare it ``written_by_other_side`` (a load derives the other side)."""
 
 import os
 from pathlib import Path
 
 import orjson
+from marshmallow import fields
 from sqlalchemy import select
 
-from .. import tables
+from .. import records, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..shared import RecordCodec
 
 BATCH = 1000
-# Fields written by the other side of their relation.
-OTHER_SIDE = {
-    "productions": ("release_parties", "invitation_parties", "competition_placings"),
-    "releasers": ("members", "subgroups"),
-    "party_series": ("parties",),
-}
-# Stored values the API does not show, which filters use.
-HIDDEN = {
-    "productions": ("created_at", "updated_at"),
-    "releasers": ("country_code", "created_at", "updated_at"),
-}
-
-
-def _id(record):
-    return None if record is None else record["id"]
-
-
-def _without_address(record):
-    return {name: value for name, value in record.items() if name not in ("url", "service_url")}
-
-
-def _nick(nick):
-    return {**nick, "releaser": _without_address(nick["releaser"])}
 
 
 def _file_record(resource, record):
-    """A detail record as its catalogue line."""
-    record = _without_address(record)
-    for name in OTHER_SIDE.get(resource, ()):
-        record.pop(name, None)
-    if resource == "productions":
-        for field in ("author_nicks", "author_affiliation_nicks"):
-            record[field] = [_nick(nick) for nick in record[field]]
-        record["credits"] = [
-            {**credit, "nick": _nick(credit["nick"])} for credit in record["credits"]
-        ]
-        record["platforms"] = [_without_address(item) for item in record["platforms"]]
-        record["types"] = [_without_address(item) for item in record["types"]]
-    elif resource == "parties":
-        record["party_series"] = _id(record["party_series"])
-        record["invitations"] = [_id(item) for item in record["invitations"]]
-        record["releases"] = [_id(item) for item in record["releases"]]
-        record["competitions"] = [
-            {
-                **_without_address(competition),
-                "platform": _id(competition["platform"]),
-                "production_type": _id(competition["production_type"]),
-                "results": [
-                    {**result, "production": _id(result["production"])}
-                    for result in competition["results"]
-                ],
-            }
-            for competition in record["competitions"]
-        ]
-    elif resource == "releasers":
-        record["nicks"] = [
-            {name: value for name, value in nick.items() if name != "is_primary_nick"}
-            for nick in record["nicks"]
-        ]
-        record["member_of"] = [
-            {**membership, "group": _id(membership["group"])} for membership in record["member_of"]
-        ]
-    elif resource == "bbses":
-        record["bbstros"] = [_id(item) for item in record["bbstros"]]
-        record["staff"] = [{**item, "releaser": _id(item["releaser"])} for item in record["staff"]]
-        record["affiliations"] = [
-            {**item, "group": _id(item["group"])} for item in record["affiliations"]
-        ]
-    return record
+    """A detail record as its catalogue line: the fields its record schema reads, the
+    sides of relations that the other side writes left out."""
+    other_side = resource.written_by_other_side
+    return {
+        name: _file_value(field, record[name])
+        for name, field in resource.record_schema.fields.items()
+        if name in record and name not in other_side
+    }
+
+
+def _file_value(field, value):
+    """``value`` of a detail record as ``field`` of a record schema reads it: a record of
+    its own as its id (or the summary its reference reads), nested records likewise."""
+    if value is None:
+        return None
+    if isinstance(field, records.Reference):
+        if field.summary is None:
+            return value["id"]
+        return _file_fields(field.summary.fields, value)
+    if isinstance(field, fields.Nested):
+        return _file_fields(field.schema.fields, value)
+    if isinstance(field, fields.List):
+        return [_file_value(field.inner, item) for item in value]
+    return value
+
+
+def _file_fields(schema_fields, value):
+    return {
+        name: _file_value(field, value[name])
+        for name, field in schema_fields.items()
+        if name in value
+    }
 
 
 def export_catalogue(connection, target):
@@ -98,7 +66,7 @@ def export_catalogue(connection, target):
         count = 0
         with partial.open("wb") as out:
             for record in _records(connection, resource):
-                out.write(orjson.dumps(_file_record(name, record)) + b"\n")
+                out.write(orjson.dumps(_file_record(resource, record)) + b"\n")
                 count += 1
         os.replace(partial, path)
         counts[name] = count
@@ -109,7 +77,13 @@ def _records(connection, resource):
     """The detail records of ``resource`` in id order, with the hidden values."""
     table = resource.table
     documents = resource.details_table if resource.details_table is not None else table
-    hidden = [table.c[name] for name in HIDDEN.get(resource.name, ())]
+    # Values the API does not show (filters use them): read from the record's row.
+    shown = {field.data_key or name for name, field in resource.detail_schema.fields.items()}
+    hidden = [
+        table.c[name]
+        for name in resource.record_schema.fields
+        if name in table.c and name not in shown
+    ]
     codec = RecordCodec(
         connection.execute(
             select(tables.dictionaries.c.data).where(

@@ -154,6 +154,9 @@ class Resource:
     detail_schema = None  # defaults to the list record
     record_schema = None  # a line of its catalogue file
     detail_needs = frozenset()  # resources whose list records its detail records nest
+    # Fields of its record schema that are one side of a relation shown from both sides
+    # and written, in an export, by the other side's records.
+    written_by_other_side = ()
     paged = True  # False: the whole listing is one page
 
     def __init__(self):

@@ -305,6 +305,7 @@ class Productions(Resource):
     schema = ProductionSchema()
     detail_schema = ProductionDetailSchema()
     record_schema = ProductionRecord()
+    written_by_other_side = ("release_parties", "invitation_parties", "competition_placings")
 
     def search_statement(self):
         return select(self.table.c.id, self.table.c.title).order_by(self.table.c.id)

@@ -157,6 +157,7 @@ class Releasers(Resource):
     schema = ReleaserSchema()
     detail_schema = ReleaserDetailSchema()
     record_schema = ReleaserRecord()
+    written_by_other_side = ("members", "subgroups")
 
     def complete_detail(self, build, rows):
         by_id = {}
