@@ -367,7 +367,7 @@ def _python_memory_of_reading(folder, count):
         loader = Loader(builder, catalogue_files(folder), Progress())
         tracemalloc.start()
         try:
-            counts, _ = loader.run()
+            counts = loader.run()
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

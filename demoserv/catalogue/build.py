@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, select, update
 from sqlalchemy.schema import CreateTable
 
-from .. import links, listing, ordering, tables
+from .. import filters, links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import Built, compile_dumper
 from ..shared import RecordCodec
@@ -89,7 +89,7 @@ class Builder:
                 self.connection.execute(insert(each), rows)
                 rows.clear()
 
-    def finish(self, counts, features, progress):
+    def finish(self, counts, progress):
         """Rank, index and document what was written, and label the file."""
         self.flush()
         # Each production's best competition position (its placing filter), from the
@@ -99,14 +99,7 @@ class Builder:
             "production_id, min(position) AS position FROM main.placings "
             "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
-        # Each record's tags, by tag (the tag filter), from the tags column written,
-        # whichever source gave them.
-        for table, owner in ((tables.production_tags, "productions"), (tables.bbs_tags, "bbses")):
-            column = table.c[1].name
-            self.connection.exec_driver_sql(
-                f"INSERT OR IGNORE INTO main.{table.name} (tag, {column}) SELECT tags.value, "
-                f"records.id FROM main.{owner} AS records, json_each(records.tags) AS tags"
-            )
+        self._fill_tag_tables()
         progress.stage("ranking")
         for name in LOAD_ORDER:
             self._rank(BY_NAME[name])
@@ -144,12 +137,40 @@ class Builder:
                 "version": read_models.digest.hexdigest()[:32],
                 "loaded_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "schema_version": tables.SCHEMA_VERSION,
-                "features": sorted(features),
+                "features": sorted(self._features()),
             },
         )
         # No ANALYZE: without statistics SQLite plans every query as for a large table,
         # so plans do not change with the size of the catalogue.
         self.transaction.commit()
+
+    def _fill_tag_tables(self):
+        """Each record's tags, by tag, in the table of each tag filter (``Tagged.link``),
+        from the tags column written, whichever source gave them."""
+        for name in LOAD_ORDER:
+            resource = BY_NAME[name]
+            for item in resource.filters:
+                if isinstance(item, filters.Tagged):
+                    self.connection.exec_driver_sql(
+                        f"INSERT OR IGNORE INTO main.{item.link.name} (tag, {item.owner}) "
+                        f"SELECT tags.value, records.id FROM main.{resource.table.name} "
+                        "AS records, json_each(records.tags) AS tags"
+                    )
+
+    def _features(self):
+        """The optional data that filters need (``Filter.feature``) which the catalogue
+        holds: a value in the filter's column of any record."""
+        found = set()
+        for name in LOAD_ORDER:
+            resource = BY_NAME[name]
+            for item in resource.filters:
+                if item.feature and item.feature not in found:
+                    if self.connection.exec_driver_sql(
+                        f"SELECT 1 FROM main.{resource.table.name} "
+                        f"WHERE {item.column} IS NOT NULL LIMIT 1"
+                    ).first():
+                        found.add(item.feature)
+        return found
 
     def _rank(self, resource):
         """Fill every ``rank_<key>`` column: the row's position in that key's order."""

@@ -27,7 +27,6 @@ class Loader:
         self.progress = progress
         # Every record's id and place, the references and the nicks: checked at the end.
         self.scratch = Scratch(builder)
-        self.features = set()
         self.memberships = Pairs(self.scratch, "member", "group")
         self.releases = Pairs(self.scratch, "party", "production")
         self.invitations = Pairs(self.scratch, "party", "production")
@@ -64,7 +63,7 @@ class Loader:
                 self._write_summarised(name, record)
             counts[name] = self.scratch.count(name)
         self._resolve()
-        return counts, self.features
+        return counts
 
     # Records of each file.
 
@@ -81,9 +80,6 @@ class Loader:
     def _accept_releasers(self, record, where):
         self._write_summarised("releasers", record)
         releaser_id = record["id"]
-        for column in ("country_code", "created_at", "updated_at"):
-            if record[column] is not None:
-                self.features.add(f"releasers_{column}")
         if record["nicks"] is not None:
             for position, nick in enumerate(record["nicks"]):
                 self.builder.queue(
@@ -263,9 +259,6 @@ class Loader:
 
     def _accept_productions(self, record, where):
         production_id = record["id"]
-        for column in ("created_at", "updated_at"):
-            if record[column] is not None:
-                self.features.add(f"productions_{column}")
         title_key = sortable_title(record["title"])
         self.builder.queue(
             tables.productions,

@@ -202,10 +202,10 @@ def _build(fill, building, target, progress, allow_empty, origin):
     number of records of each resource."""
     builder = Builder(building)
     try:
-        counts, features = fill(builder)
+        counts = fill(builder)
         # Known once the files are read: stop before the long work of finishing.
         install.refuse_to_empty(target, counts, allow_empty=allow_empty)
-        builder.finish(counts, features, progress)
+        builder.finish(counts, progress)
     finally:
         builder.close()
     provenance.record(building, origin)

@@ -201,8 +201,8 @@ FUNCTIONS = {
 
 
 def import_dump(source, builder, progress):
-    """Fill ``builder``'s new file from the dump ``source``. Returns (counts, features).
-    Raises DumpError naming table, line and column for bad input."""
+    """Fill ``builder``'s new file from the dump ``source``. Returns the number of
+    records of each resource. Raises DumpError naming table, line and column for bad input."""
     target = Path(builder.path)
     # Named after the new file, so that a killed load's is removed with it.
     staging_path = target.with_name(f"{target.name}.staging")
@@ -229,21 +229,10 @@ def import_dump(source, builder, progress):
                 name: connection.execute(f"SELECT count(*) FROM main.{table.name}").fetchone()[0]
                 for name, table in tables.RECORD_TABLES.items()
             }
-            features = set()
-            for table, column, feature in (
-                ("productions", "created_at", "productions_created_at"),
-                ("productions", "updated_at", "productions_updated_at"),
-                ("releasers", "created_at", "releasers_created_at"),
-                ("releasers", "updated_at", "releasers_updated_at"),
-                ("releasers", "country_code", "releasers_country_code"),
-            ):
-                query = f"SELECT 1 FROM main.{table} WHERE {column} IS NOT NULL LIMIT 1"
-                if connection.execute(query).fetchone():
-                    features.add(feature)
         finally:
             connection.commit()
             connection.execute("DETACH DATABASE stage")
-        return counts, features
+        return counts
     finally:
         if staging is not None:
             staging.close()
