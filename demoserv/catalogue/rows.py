@@ -5,8 +5,7 @@ as rows of the new catalogue file, with what they refer to handed to the scratch
 import orjson
 
 from .. import tables
-from ..resources import BY_NAME, LOAD_ORDER
-from ..shared import date_key, name_key, sortable_title, timestamp_key
+from ..resources import BY_NAME, LOAD_ORDER, stored
 from .files import read_records
 from .reporting import CatalogueError
 from .scratch import Pairs, Scratch, json_text
@@ -54,38 +53,46 @@ class Loader:
                         f"{where}: id: duplicate id {record['id']} "
                         f"(first on line {first.rpartition(':')[2]})"
                     )
-                self._acceptor(name)(record, where)
+                self._accept(BY_NAME[name], record, where)
                 count += 1
             self.progress.file_finished(path.name, count)
             counts[name] = count
         for name in SUMMARISED:
+            resource = BY_NAME[name]
             for record in self.scratch.from_summaries(name):
-                self._write_summarised(name, record)
+                self.builder.queue(resource.table, stored.row(resource, record))
             counts[name] = self.scratch.count(name)
         self._resolve()
         return counts
 
     # Records of each file.
 
-    def _acceptor(self, name):
-        """How a record of ``name`` is taken: the method for its resource."""
-        return getattr(self, f"_accept_{name}")
+    def _accept(self, resource, record, where):
+        """Write ``record``'s row and the lists it owns, as its resource declares them,
+        then hand the relations it gives from one side to the method for its resource."""
+        self.builder.queue(resource.table, stored.row(resource, record))
+        for owned in resource.owns:
+            self._write_owned(owned, record["id"], record[owned.field], where)
+        relations = getattr(self, f"_relations_{resource.name}", None)
+        if relations is not None:
+            relations(record, where)
 
-    def _accept_platforms(self, record, where):
-        self._write_summarised("platforms", record)
+    def _write_owned(self, owned, owner_id, items, where):
+        for position, item in enumerate(items or ()):
+            field = f"{owned.field}.{position}"
+            if owned.reference is not None:
+                column, resource = owned.reference
+                self._refer(resource, item, where, field)
+                row = {column: item["id"]}
+            else:
+                row = dict(item)
+                for key, resource in owned.references.items():
+                    self._refer(resource, item[key], where, f"{field}.{key}")
+                    row[f"{key}_id"] = row.pop(key)["id"]
+            self.builder.queue(owned.table, {owned.owner: owner_id, "position": position, **row})
 
-    def _accept_production_types(self, record, where):
-        self._write_summarised("production_types", record)
-
-    def _accept_releasers(self, record, where):
-        self._write_summarised("releasers", record)
+    def _relations_releasers(self, record, where):
         releaser_id = record["id"]
-        if record["nicks"] is not None:
-            for position, nick in enumerate(record["nicks"]):
-                self.builder.queue(
-                    tables.releaser_nicks,
-                    {"releaser_id": releaser_id, "position": position, **nick},
-                )
         if record["member_of"] is not None:
             self.memberships.give(
                 0,
@@ -98,7 +105,6 @@ class Loader:
             for field, key in (("members", "member"), ("subgroups", "subgroup")):
                 items += self._refer_all("releasers", record[field] or [], key, where, field)
             self.memberships.give(1, releaser_id, where, items)
-        self._links(tables.releaser_links, "releaser_id", releaser_id, record["external_links"])
 
     def _refer_all(self, resource, items, key, where, field):
         result = []
@@ -108,24 +114,11 @@ class Loader:
             result.append((other, {name: value for name, value in item.items() if name != key}))
         return result
 
-    def _links(self, table, owner, owner_id, items, **more):
-        for position, link in enumerate(items):
-            self.builder.queue(table, {owner: owner_id, "position": position, **more, **link})
-
-    def _accept_party_series(self, record, where):
-        self.builder.queue(
-            tables.party_series,
-            {
-                "id": record["id"],
-                "name": record["name"],
-                "website": record["website"],
-                "name_key": name_key(record["name"]),
-            },
-        )
+    def _relations_party_series(self, record, where):
         if record["parties"] is not None:
             self.scratch.series_lists(record["id"], where, [p["id"] for p in record["parties"]])
 
-    def _accept_parties(self, record, where):
+    def _relations_parties(self, record, where):
         party_id = record["id"]
         series = record["party_series"]
         if series is not None:
@@ -134,28 +127,6 @@ class Loader:
                     f"{where}: party_series: no party series with id {series['id']}"
                 )
             self.scratch.party_series(party_id, series["id"], where)
-        row = {
-            name: record[name]
-            for name in (
-                "id",
-                "name",
-                "tagline",
-                "start_date",
-                "end_date",
-                "location",
-                "is_online",
-                "country_code",
-                "latitude",
-                "longitude",
-                "website",
-            )
-        }
-        row.update(
-            name_key=name_key(record["name"]),
-            start_date_key=date_key(record["start_date"]),
-            end_date_key=date_key(record["end_date"]),
-        )
-        self.builder.queue(tables.parties, row)
         for field, pairs in (("releases", self.releases), ("invitations", self.invitations)):
             if record[field] is not None:
                 pairs.give(
@@ -193,7 +164,6 @@ class Loader:
                     values = {name: result[name] for name in ("position", "ranking", "score")}
                     results.append((production, values))
                 self.results.give(0, competition["id"], where, results)
-        self._links(tables.party_links, "party_id", party_id, record["external_links"])
 
     def _refer_all_ids(self, resource, items, where, field):
         result = []
@@ -215,68 +185,8 @@ class Loader:
             )
         return True
 
-    def _accept_bbses(self, record, where):
-        bbs_id = record["id"]
-        self.builder.queue(
-            tables.bbses,
-            {
-                **{
-                    name: record[name]
-                    for name in (
-                        "id",
-                        "name",
-                        "location",
-                        "country_code",
-                        "latitude",
-                        "longitude",
-                        "tags",
-                    )
-                },
-                "name_key": name_key(record["name"]),
-            },
-        )
-        for position, (production, _) in enumerate(
-            self._refer_all_ids("productions", record["bbstros"], where, "bbstros")
-        ):
-            self.builder.queue(
-                tables.bbstros,
-                {"bbs_id": bbs_id, "position": position, "production_id": production},
-            )
-        for position, (releaser, values) in enumerate(
-            self._refer_all("releasers", record["staff"], "releaser", where, "staff")
-        ):
-            self.builder.queue(
-                tables.bbs_staff,
-                {"bbs_id": bbs_id, "position": position, "releaser_id": releaser, **values},
-            )
-        for position, (group, values) in enumerate(
-            self._refer_all("releasers", record["affiliations"], "group", where, "affiliations")
-        ):
-            self.builder.queue(
-                tables.bbs_affiliations,
-                {"bbs_id": bbs_id, "position": position, "group_id": group, **values},
-            )
-
-    def _accept_productions(self, record, where):
+    def _relations_productions(self, record, where):
         production_id = record["id"]
-        title_key = sortable_title(record["title"])
-        self.builder.queue(
-            tables.productions,
-            {
-                "id": production_id,
-                "title": record["title"],
-                "release_date": record["release_date"],
-                "supertype": record["supertype"],
-                "tags": record["tags"],
-                "created_at": _timestamp(record["created_at"]),
-                "updated_at": _timestamp(record["updated_at"]),
-                "sortable_title": title_key,
-                "title_key": record["title"].lower(),
-                "release_date_key": date_key(record["release_date"]),
-                # A screenshot counts once it has a thumbnail, as upstream.
-                "has_screenshot": any(shot["thumbnail_url"] for shot in record["screenshots"]),
-            },
-        )
         for role, field in (
             ("author", "author_nicks"),
             ("affiliation", "author_affiliation_nicks"),
@@ -293,16 +203,6 @@ class Loader:
                         "abbreviation": nick["abbreviation"],
                         "releaser_id": nick["releaser"]["id"],
                     },
-                )
-        for field, summarised, table, column in (
-            ("platforms", "platforms", tables.production_platforms, "platform_id"),
-            ("types", "production_types", tables.production_type_links, "production_type_id"),
-        ):
-            for position, summary in enumerate(record[field]):
-                self._refer(summarised, summary, where, f"{field}.{position}")
-                self.builder.queue(
-                    table,
-                    {"production_id": production_id, "position": position, column: summary["id"]},
                 )
         for position, credit in enumerate(record["credits"]):
             nick = credit["nick"]
@@ -332,11 +232,6 @@ class Loader:
                     },
                 )
                 position += 1
-        for position, screenshot in enumerate(record["screenshots"]):
-            self.builder.queue(
-                tables.screenshots,
-                {"production_id": production_id, "position": position, **screenshot},
-            )
         for field, pairs in (
             ("release_parties", self.releases),
             ("invitation_parties", self.invitations),
@@ -397,33 +292,9 @@ class Loader:
                     f"which has {json_text(record[name])} for {resource} id {summary['id']}"
                 )
 
-    def _write_summarised(self, name, record):
-        if name == "releasers":
-            row = {
-                "id": record["id"],
-                "name": record["name"],
-                "is_group": record["is_group"],
-                "country_code": record.get("country_code"),
-                "created_at": _timestamp(record.get("created_at")),
-                "updated_at": _timestamp(record.get("updated_at")),
-            }
-        elif name == "platforms":
-            row = {"id": record["id"], "name": record["name"]}
-        else:
-            row = {"id": record["id"], "name": record["name"], "supertype": record["supertype"]}
-        row["name_key"] = name_key(record["name"])
-        self.builder.queue(tables.RECORD_TABLES[name], row)
-
     # What can only be checked once every file is read.
 
     def _resolve(self):
-        singular = {
-            "releasers": "releaser",
-            "productions": "production",
-            "parties": "party",
-            "platforms": "platform",
-            "production_types": "production type",
-        }
         self.builder.flush()
         missing = self.scratch.query(
             "SELECT resource, id, place, field FROM scratch.load_references AS reference "
@@ -433,9 +304,8 @@ class Loader:
         ).fetchone()
         if missing is not None:
             resource, record_id, where, field = missing
-            raise CatalogueError(
-                f"{where}: {field}: no {singular[LOAD_ORDER[resource]]} with id {record_id}"
-            )
+            title = BY_NAME[LOAD_ORDER[resource]].title.lower()
+            raise CatalogueError(f"{where}: {field}: no {title} with id {record_id}")
         self.scratch.resolve_nicks()
         self._resolve_memberships()
         for pairs, table in (
@@ -525,7 +395,3 @@ class Loader:
                     **values,
                 },
             )
-
-
-def _timestamp(value):
-    return None if value is None else timestamp_key(value)

@@ -16,6 +16,7 @@ from ..links import api_url, request_resolver, site_url
 from ..parameters import describe_parameters
 from ..rendering import JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
 from ..shared import MAX_ID, SECTIONS
+from . import stored
 
 URL = {"type": "string", "format": "uri"}  # how an address field is documented
 
@@ -154,6 +155,10 @@ class Resource:
     detail_schema = None  # defaults to the list record
     record_schema = None  # a line of its catalogue file
     detail_needs = frozenset()  # resources whose list records its detail records nest
+    # How its records are stored at load (see stored.py): columns derived from fields,
+    # and the nested lists stored as rows of their own tables.
+    derived_columns = stored.NAME_KEY
+    owns = ()
     # Fields of its record schema that are one side of a relation shown from both sides
     # and written, in an export, by the other side's records.
     written_by_other_side = ()

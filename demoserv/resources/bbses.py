@@ -4,6 +4,7 @@ from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
 from .. import filters, records, tables
+from . import stored
 from .base import (
     ProductionSchema,
     ReleaserNameSchema,
@@ -118,6 +119,11 @@ class BBSes(Resource):
     schema = BBSSchema()
     detail_schema = BBSDetailSchema()
     record_schema = BBSRecord()
+    owns = (
+        stored.Owned("bbstros", tables.bbstros, reference=("production_id", "productions")),
+        stored.Owned("staff", tables.bbs_staff, references={"releaser": "releasers"}),
+        stored.Owned("affiliations", tables.bbs_affiliations, references={"group": "releasers"}),
+    )
 
     def complete_detail(self, build, rows):
         by_id = {}

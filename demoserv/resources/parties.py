@@ -5,6 +5,7 @@ from marshmallow import Schema, fields
 from sqlalchemy import bindparam, select
 
 from .. import filters, records, tables
+from . import stored
 from .base import (
     LinkSchema,
     PartySchema,
@@ -176,6 +177,8 @@ class Parties(Resource):
     schema = PartySchema()
     detail_schema = PartyDetailSchema()
     record_schema = PartyRecord()
+    derived_columns = {**stored.NAME_KEY, **stored.date_keys("start_date", "end_date")}
+    owns = (stored.Owned("external_links", tables.party_links),)
 
     def complete_detail(self, build, rows):
         by_id = {}

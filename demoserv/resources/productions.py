@@ -5,6 +5,8 @@ from marshmallow import Schema, fields, validate
 from sqlalchemy import bindparam, select
 
 from .. import filters, records, tables
+from ..shared import sortable_title
+from . import stored
 from .base import (
     LinkSchema,
     NickSchema,
@@ -306,6 +308,25 @@ class Productions(Resource):
     detail_schema = ProductionDetailSchema()
     record_schema = ProductionRecord()
     written_by_other_side = ("release_parties", "invitation_parties", "competition_placings")
+    derived_columns = {
+        **stored.TIMESTAMPS,
+        "sortable_title": ("title", sortable_title),
+        "title_key": ("title", str.lower),
+        **stored.date_keys("release_date"),
+        # A screenshot counts once it has a thumbnail, as upstream.
+        "has_screenshot": ("screenshots", lambda shots: any(s["thumbnail_url"] for s in shots)),
+    }
+    owns = (
+        stored.Owned(
+            "platforms", tables.production_platforms, reference=("platform_id", "platforms")
+        ),
+        stored.Owned(
+            "types",
+            tables.production_type_links,
+            reference=("production_type_id", "production_types"),
+        ),
+        stored.Owned("screenshots", tables.screenshots),
+    )
 
     def search_statement(self):
         return select(self.table.c.id, self.table.c.title).order_by(self.table.c.id)

@@ -8,6 +8,7 @@ from .. import filters, records, tables
 from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import site_url
+from . import stored
 from .base import (
     RECORD_ID,
     URL,
@@ -158,6 +159,11 @@ class Releasers(Resource):
     detail_schema = ReleaserDetailSchema()
     record_schema = ReleaserRecord()
     written_by_other_side = ("members", "subgroups")
+    derived_columns = {**stored.NAME_KEY, **stored.TIMESTAMPS}
+    owns = (
+        stored.Owned("nicks", tables.releaser_nicks),
+        stored.Owned("external_links", tables.releaser_links),
+    )
 
     def complete_detail(self, build, rows):
         by_id = {}
