@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from .. import shared, tables
+from ..resources import BY_NAME, LOAD_ORDER
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
 
@@ -100,17 +101,6 @@ WANTED = {
         "production_id": INT,
     },
     "parties_partyexternallink": {"link_class": TEXT, "parameter": TEXT, "party_id": INT},
-    "bbs_bbs": {
-        "id": INT,
-        "name": TEXT,
-        "location": TEXT,
-        "country_code": TEXT,
-        "latitude": FLOAT,
-        "longitude": FLOAT,
-    },
-    "bbs_bbs_bbstros": {"bbs_id": INT, "production_id": INT},
-    "bbs_operator": {"role": TEXT, "bbs_id": INT, "releaser_id": INT, "is_current": BOOL},
-    "bbs_affiliation": {"role": TEXT, "bbs_id": INT, "group_id": INT},
     "taggit_tag": {"id": INT, "name": TEXT},
     "taggit_taggeditem": {"id": INT, "object_id": INT, "content_type_id": INT, "tag_id": INT},
     "django_content_type": {"id": INT, "app_label": TEXT, "model": TEXT},
@@ -146,12 +136,6 @@ FOREIGN_KEYS = [
     ("parties_competitionplacing", "competition_id", "parties_competition"),
     ("parties_competitionplacing", "production_id", "productions_production"),
     ("parties_partyexternallink", "party_id", "parties_party"),
-    ("bbs_bbs_bbstros", "bbs_id", "bbs_bbs"),
-    ("bbs_bbs_bbstros", "production_id", "productions_production"),
-    ("bbs_operator", "bbs_id", "bbs_bbs"),
-    ("bbs_operator", "releaser_id", "demoscene_releaser"),
-    ("bbs_affiliation", "bbs_id", "bbs_bbs"),
-    ("bbs_affiliation", "group_id", "demoscene_releaser"),
     ("taggit_taggeditem", "tag_id", "taggit_tag"),
     ("taggit_taggeditem", "content_type_id", "django_content_type"),
 ]
@@ -165,9 +149,14 @@ REQUIRED = {
     "platforms_platform": ("name",),
     "productions_productiontype": ("name", "path"),
     "parties_partyseries": ("name",),
-    "bbs_bbs": ("name",),
     "parties_competition": ("name", "party_id"),
 }
+# Resources that declare their own part of the import (Resource.upstream).
+DECLARED = [BY_NAME[name].upstream for name in LOAD_ORDER if BY_NAME[name].upstream is not None]
+for _declared in DECLARED:
+    WANTED.update(_declared.tables)
+    FOREIGN_KEYS.extend(_declared.foreign_keys)
+    REQUIRED.update(_declared.required)
 STAGING_BATCH = 10_000
 
 
@@ -425,7 +414,8 @@ def _fill(connection):
         "row_number() OVER (PARTITION BY production_id ORDER BY line), position, "
         "coalesce(ranking, ''), coalesce(score, '') FROM stage.parties_competitionplacing"
     )
-    _bbses(connection)
+    for declared in DECLARED:
+        _fill_declared(connection, declared)
 
 
 def _nicks(connection):
@@ -549,29 +539,15 @@ def _productions(connection):
     )
 
 
-def _bbses(connection):
-    execute = connection.execute
-    execute(
-        "INSERT INTO main.bbses (id, name, location, country_code, latitude, longitude, tags, "
-        "name_key) SELECT r.id, r.name, coalesce(r.location, ''), coalesce(r.country_code, ''), "
-        f"r.latitude, r.longitude, {_tags(connection, 'bbs', 'bbs')}, name_key(r.name) "
-        "FROM stage.bbs_bbs r"
-    )
-    execute(
-        "INSERT INTO main.bbstros (bbs_id, position, production_id) SELECT b.bbs_id, "
-        "row_number() OVER (PARTITION BY b.bbs_id ORDER BY p.sortable_title, b.line), "
-        "b.production_id FROM stage.bbs_bbs_bbstros b "
-        "JOIN stage.productions_production p ON p.id = b.production_id"
-    )
-    execute(
-        "INSERT INTO main.bbs_staff (bbs_id, position, releaser_id, role, is_current) "
-        "SELECT o.bbs_id, row_number() OVER (PARTITION BY o.bbs_id ORDER BY r.line, o.line), "
-        "o.releaser_id, coalesce(o.role, ''), coalesce(o.is_current, 0) FROM stage.bbs_operator o "
-        "JOIN stage.demoscene_releaser r ON r.id = o.releaser_id"
-    )
-    execute(
-        "INSERT INTO main.bbs_affiliations (bbs_id, position, group_id, role) "
-        "SELECT a.bbs_id, row_number() OVER (PARTITION BY a.bbs_id ORDER BY r.line, a.line), "
-        "a.group_id, coalesce(a.role, '') FROM stage.bbs_affiliation a "
-        "JOIN stage.demoscene_releaser r ON r.id = a.group_id"
-    )
+def _fill_declared(connection, declared):
+    """A resource's tables filled as its declaration says (``stored.Upstream``)."""
+    tags = _tags(connection, *declared.tags) if declared.tags else None
+    for fill in declared.fills:
+        expressions = ", ".join(
+            expression.replace("{tags}", tags) if tags else expression
+            for expression in fill.columns.values()
+        )
+        connection.execute(
+            f"INSERT INTO main.{fill.table.name} ({', '.join(fill.columns)}) "
+            f"SELECT {expressions} {fill.source}"
+        )

@@ -159,6 +159,8 @@ class Resource:
     # and the nested lists stored as rows of their own tables.
     derived_columns = stored.NAME_KEY
     owns = ()
+    # How the upstream's export fills its tables, if the import does not (stored.Upstream).
+    upstream = None
     # Fields of its record schema that are one side of a relation shown from both sides
     # and written, in an export, by the other side's records.
     written_by_other_side = ()

@@ -52,3 +52,28 @@ def row(resource, record):
         if column in table.c:
             result[column] = derive(record.get(name))
     return result
+
+
+@dataclass(frozen=True)
+class Fill:
+    """``INSERT INTO table (columns) SELECT expressions source``: rows of ``table``
+    derived from the staged tables of the upstream's export (``columns``: column -> SQL
+    expression; ``{tags}`` in one stands for the tags of the record ``r``)."""
+
+    table: object
+    columns: dict
+    source: str
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """How the upstream's export fills a resource's tables: the export's tables it
+    reads (table -> {column: type}), their references ((table, column, referenced
+    table)), the columns that must hold a value, the content type of its tags
+    ((app label, model)), and its tables' rows (``Fill``), in order."""
+
+    tables: dict
+    fills: tuple
+    foreign_keys: tuple = ()
+    required: dict = field(default_factory=dict)
+    tags: tuple = None
