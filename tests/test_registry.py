@@ -2,6 +2,7 @@
 blueprints, the OpenAPI document, the loader and the exporter all derive from the
 registry, and this test fails when one of them leaves a resource out."""
 
+import pytest
 from sqlalchemy import func, select
 
 from demoserv.catalogue.build import SCRATCH_TABLES
@@ -114,3 +115,15 @@ def test_every_list_a_record_gives_is_served(client, catalogue):
             assert detail[name], (resource.name, name, record["id"])
             checked += 1
     assert checked >= 15
+
+
+def test_a_detail_record_nesting_records_not_built_yet_names_detail_needs(
+    catalogue_dir, tmp_path, monkeypatch
+):
+    """A resource whose details nest another resource's list records and does not say
+    so in detail_needs fails the build with a message that names the declaration."""
+    from demoserv.catalogue import load_catalogue
+
+    monkeypatch.setattr(BY_NAME["bbses"], "detail_needs", frozenset({"releasers"}))
+    with pytest.raises(RuntimeError, match=r"^bbses: its records nest productions .*detail_needs"):
+        load_catalogue(catalogue_dir, tmp_path / "catalogue.sqlite3")

@@ -259,6 +259,10 @@ class ReadModels:
         self.codecs = {}  # (resource, kind) -> RecordCodec, once written
         self.queries = {}  # statement -> Query
         self.kept = {}  # resource -> {id: parsed list record}
+        # Resources whose list records may be nested: all, in a built file; while
+        # building, those built so far (see build()), for records of ``building``.
+        self.built = frozenset(LOAD_ORDER)
+        self.building = None
 
     def query(self, statement):
         found = self.queries.get(statement)
@@ -272,6 +276,11 @@ class ReadModels:
 
     def records(self, resource, ids):
         """{id: list record} of ``resource``'s records ``ids``, as built."""
+        if resource not in self.built:
+            raise RuntimeError(
+                f"{self.building}: its records nest {resource} list records, which are not "
+                f"built yet: name {resource!r} in the {self.building} declaration's detail_needs"
+            )
         kept = self.kept.setdefault(resource, {})
         ids = [record_id for record_id in ids if record_id is not None]
         missing = [record_id for record_id in ids if record_id not in kept]
@@ -311,15 +320,17 @@ class ReadModels:
         token = links.use_style(links.MARKERS)
         try:
             later = []
-            built = set()
+            built = self.built = set()  # resources whose list records are all built
             for name in LOAD_ORDER:
                 resource = BY_NAME[name]
                 now = resource.details_table is not None and resource.detail_needs <= built
+                self.building = name
                 self._documents(resource, detail=now)
                 built.add(name)
                 if resource.details_table is not None and not now:
                     later.append(resource)
             for resource in later:
+                self.building = resource.name
                 self._documents(resource, detail=True, listed=False)
         finally:
             links.reset_style(token)
