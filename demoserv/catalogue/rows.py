@@ -130,14 +130,10 @@ class Loader:
                     f"{where}: party_series: no party series with id {series['id']}"
                 )
             self.scratch.party_series(party_id, series["id"], where)
-        for field, pairs in (("releases", self.releases), ("invitations", self.invitations)):
-            if record[field] is not None:
-                pairs.give(
-                    0,
-                    party_id,
-                    where,
-                    self._refer_all_ids("productions", record[field], where, field),
-                )
+        self._give_ids(
+            0, record, where, "productions",
+            (("releases", self.releases), ("invitations", self.invitations)),
+        )  # fmt: skip
         if record["competitions"] is not None:
             for position, competition in enumerate(record["competitions"]):
                 field = f"competitions.{position}"
@@ -167,6 +163,14 @@ class Loader:
                     values = {name: result[name] for name in ("position", "ranking", "score")}
                     results.append((production, values))
                 self.results.give(0, competition["id"], where, results)
+
+    def _give_ids(self, side, record, where, resource, relations):
+        """Give ``record``'s side of each of ``relations`` ((field, Pairs)) whose field
+        it gives: a list of references to ``resource``."""
+        for field, pairs in relations:
+            if record[field] is not None:
+                items = self._refer_all_ids(resource, record[field], where, field)
+                pairs.give(side, record["id"], where, items)
 
     def _refer_all_ids(self, resource, items, where, field):
         result = []
@@ -235,17 +239,10 @@ class Loader:
                     },
                 )
                 position += 1
-        for field, pairs in (
-            ("release_parties", self.releases),
-            ("invitation_parties", self.invitations),
-        ):
-            if record[field] is not None:
-                pairs.give(
-                    1,
-                    production_id,
-                    where,
-                    self._refer_all_ids("parties", record[field], where, field),
-                )
+        self._give_ids(
+            1, record, where, "parties",
+            (("release_parties", self.releases), ("invitation_parties", self.invitations)),
+        )  # fmt: skip
         if record["competition_placings"] is not None:
             placings = []
             for index, placing in enumerate(record["competition_placings"]):
