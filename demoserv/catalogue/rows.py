@@ -71,9 +71,6 @@ class Loader:
         """Write ``record``'s row and the lists it owns, as its resource declares them,
         then hand the relations it gives from one side to the method for its resource."""
         self.builder.queue(resource.table, stored.row(resource, record))
-        for name, other in resource.references.items():
-            if record[name] is not None:
-                self._refer(other, record[name], where, name)
         for owned in resource.owns:
             self._write_owned(owned, record["id"], record[owned.field], where)
         relations = getattr(self, f"_relations_{resource.name}", None)

@@ -159,7 +159,6 @@ class Resource:
     # and the nested lists stored as rows of their own tables.
     derived_columns = stored.NAME_KEY
     owns = ()
-    references = {}  # fields that refer to a record of their own -> its resource
     # How the upstream's export fills its tables, if the import does not (stored.Upstream).
     upstream = None
     # Fields of its record schema that are one side of a relation shown from both sides

@@ -1,7 +1,6 @@
 """How a resource's records are stored, declared with the resource: the columns of its
-row (the record's fields of the same name, the ids of its ``references`` and its
-``derived_columns``) and the nested lists it ``owns``, each stored as rows of a table
-of its own. The loader
+row (the record's fields of the same name, and its ``derived_columns``) and the
+nested lists it ``owns``, each stored as rows of a table of its own. The loader
 (``catalogue/rows.py``) writes every resource's rows from these declarations; what a
 resource's relations need beyond them is a method of the loader."""
 
@@ -47,12 +46,9 @@ class Owned:
 
 def row(resource, record):
     """The row of ``record`` (a validated record, or a summary's fields) in its table:
-    its fields of the same name as a column, the id of each of its ``references`` as
-    ``<field>_id``, and its derived columns."""
+    its fields of the same name as a column, and its derived columns."""
     table = resource.table
     result = {name: record.get(name) for name in resource.record_schema.fields if name in table.c}
-    for name in resource.references:
-        result[f"{name}_id"] = (record.get(name) or {}).get("id")
     for column, (name, derive) in resource.derived_columns.items():
         if column in table.c:
             result[column] = derive(record.get(name))
