@@ -435,8 +435,12 @@ def attack_request(never_seen, rng, kinds=None):
         page = rng.choice(("last", rng.randint(1, last * 3 // 4)))
     else:
         page = rng.choice((None, None, "last", 2))
+    try:
+        path = never_seen.path(kind, page)
+    except LookupError:  # a filter of few values used up (503s come fast): a new title
+        path = never_seen.path("random_title", page)
     # 503 (with Retry-After) is the service's answer when new listings queue up.
-    return "GET", never_seen.path(kind, page), {}, (200, 404, 503)
+    return "GET", path, {}, (200, 404, 503)
 
 
 def timed_clients(
