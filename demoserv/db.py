@@ -25,7 +25,7 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing import Listings
-from .shared import RecordCodec
+from .stored import RecordCodec
 
 log = logging.getLogger(__name__)
 

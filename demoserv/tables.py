@@ -86,7 +86,7 @@ catalogue_source = Table(
     Column("value", Text, nullable=False),
 )
 
-# The zstd dictionary of each resource's list and detail records (shared.RecordCodec).
+# The zstd dictionary of each resource's list and detail records (stored.RecordCodec).
 dictionaries = Table(
     "dictionaries",
     metadata,
@@ -424,8 +424,7 @@ for _table, _names in [
 def expected_columns():
     """{table: {column, ...}} of the schema this server reads."""
     return {
-        table.name: {column.name for column in table.columns}
-        for table in metadata.sorted_tables
+        table.name: {column.name for column in table.columns} for table in metadata.sorted_tables
     }
 
 
