@@ -5,6 +5,7 @@ from marshmallow import Schema, fields
 from .. import filters, records, tables
 from .declaration import Resource, owned_rows
 from .summaries import (
+    NAMED_DETAIL_HEAD,
     ProductionSchema,
     ReleaserNameSchema,
     nested_list,
@@ -43,10 +44,7 @@ class BBSDetailSchema(BBSSchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "location",
             "country_code",
             "latitude",

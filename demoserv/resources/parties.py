@@ -6,6 +6,7 @@ from marshmallow import Schema, fields
 from .. import filters, records, tables
 from .declaration import Resource, owned_rows
 from .summaries import (
+    NAMED_DETAIL_HEAD,
     LinkSchema,
     PartySchema,
     PartySeriesSchema,
@@ -43,10 +44,7 @@ class PartyDetailSchema(PartySchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "tagline",
             "party_series",
             "start_date",

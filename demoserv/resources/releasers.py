@@ -19,7 +19,14 @@ from .answers import (
     render,
 )
 from .declaration import IDS, Resource, owned_rows
-from .summaries import URL, LinkSchema, ReleaserNameSchema, ReleaserSchema, nested_list
+from .summaries import (
+    NAMED_DETAIL_HEAD,
+    URL,
+    LinkSchema,
+    ReleaserNameSchema,
+    ReleaserSchema,
+    nested_list,
+)
 
 
 class ReleaserNickSchema(Schema):
@@ -59,10 +66,7 @@ class ReleaserDetailSchema(ReleaserSchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "is_group",
             "nicks",
             "member_of",

@@ -7,6 +7,8 @@ from ..links import api_url, site_url
 from ..shared import SECTIONS
 
 URL = {"type": "string", "format": "uri"}  # how an address field is documented
+# The first fields of a named record's detail, in the upstream's order.
+NAMED_DETAIL_HEAD = ("url", "service_url", "id", "name")
 
 
 def record_url(resource):
