@@ -53,7 +53,7 @@ def answer_conditional(make, caplog):
 def represent(make, caplog):
     client = make().test_client()
     response = client.get("/api/v1/platforms/?format=jsonp&callback=cb")
-    assert response.data.startswith(b"cb({") and response.data.endswith(b"})")
+    assert response.data.startswith(b"cb({") and response.data.endswith(b"});")
     indented = client.get("/api/v1/platforms/", headers={"Accept": "application/json; indent=2"})
     assert indented.data.startswith(b'{\n  "count": ')
 
