@@ -54,6 +54,18 @@ from urllib.parse import urlencode, urlsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from clients import (  # noqa: E402
+    PAIR_ORDERINGS,
+    SEARCH_ATTACK,
+    SEARCH_LENGTHS,
+    NeverSeen,
+    attack,
+    attack_table,
+    catalogue_info,
+    request_mix,
+    run_clients,
+    timed_clients,
+)
 from generate import generate as generate_folder  # noqa: E402
 from servers import measured_load, start, start_demoserv, stop  # noqa: E402
 
@@ -302,7 +314,6 @@ def measure_never_seen(client, never_seen, rng, per_kind):
     fresh ordering, so each request is a listing never asked for). Pairs of ordering
     keys: every pair's first page, unfiltered, and last and random pages of every pair
     over (nearly) every production."""
-    from clients import PAIR_ORDERINGS
 
     results = {}
 
@@ -315,8 +326,6 @@ def measure_never_seen(client, never_seen, rng, per_kind):
         last, _ = client.timed(f"{last_path}&page=last")
         deep, _ = client.timed(f"{deep_path}&page={rng.randint(1, pages)}")
         return first, max(last, deep), count
-
-    from clients import SEARCH_LENGTHS
 
     searches = [f"search:{length}" for length in SEARCH_LENGTHS]
     for kind in [*never_seen.KINDS, *searches]:
@@ -447,7 +456,6 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
     watcher.start()
     started = time.monotonic()
     # Clients run until the count is reached: each checks it before every request.
-    from clients import timed_clients
 
     statuses = Counter()
     threads, latencies, unexpected, errors = timed_clients(
@@ -480,7 +488,6 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
 def measure_throughput(base, facts, counts, clients, seconds):
     """Requests per second of ``clients`` clients over bench/clients.py's mix, then of the
     same clients on the platforms page alone."""
-    from clients import request_mix, run_clients
 
     mix = request_mix(
         counts["productions"],
@@ -655,8 +662,6 @@ def main():
         key: facts[key]
         for key in ("rich_productions", "big_parties", "credited_releasers", "affiliated_releasers")
     }
-
-    from clients import SEARCH_ATTACK, NeverSeen, attack, catalogue_info
 
     process, base = start_demoserv(env, args.threads)
     try:
@@ -1014,7 +1019,6 @@ def report(results):
             f"{', '.join(f'{v:.1f}' for v in e['others_ms'])} | "
             f"{'yes' if e['one_listing'] else 'NO'} |"
         )
-    from clients import attack_table
 
     throughput = results["throughput"]
     memory = results["memory"]
