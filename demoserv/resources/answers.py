@@ -106,6 +106,8 @@ class Serving:
 
     def fetch_docs(self, connection, ids, detail=False):
         """The record JSON of ``ids``, in that order."""
+        if not len(ids):
+            return []
         statement = self.detail_docs_statement if detail else self.docs_statement
         expand = get_catalogue().expander(self.name, self._kind(detail))
         return fetch_docs(connection, statement, ids, expand)
