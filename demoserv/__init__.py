@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 from flask import Flask
 
-from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering, status
+from . import access_log, db, errors, listing, openapi, pipeline, rendering, status
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
-from .resources import BLUEPRINTS, RESOURCES
+from .resources import BLUEPRINTS
 from .shared import SERVICE_URL_FIELDS
 from .version import __version__
 
@@ -90,7 +90,6 @@ def create_app(test_config=None, instance_path=None):
             f"SERVICE_URL_FIELD is {app.config['SERVICE_URL_FIELD']!r}: expected one of "
             + ", ".join(SERVICE_URL_FIELDS)
         )
-    app.extensions["demoserv.resources"] = [resource.name for resource in RESOURCES]
     try:
         os.makedirs(app.instance_path, exist_ok=True)
     except OSError as error:
@@ -100,7 +99,6 @@ def create_app(test_config=None, instance_path=None):
     errors.init_app(app)
     db.init_app(app)
     listing.init_app(app)
-    guard.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
     for blueprint in BLUEPRINTS:

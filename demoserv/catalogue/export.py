@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from .. import tables
 from ..resources import BY_NAME, LOAD_ORDER
-from ..shared import RecordCodec
+from ..stored import RecordCodec
 
 BATCH = 1000
 # Fields written by the other side of their relation.

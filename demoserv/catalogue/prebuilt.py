@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import tables
-from ..db import expected_columns, schema_mismatch
+from ..tables import expected_columns, schema_mismatch
 from . import install
 from .load import CatalogueError
 
