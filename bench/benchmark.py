@@ -20,10 +20,10 @@ written first with bench/generate_dump.py) with ``flask load``, starts ``demoser
 - whether equivalent parameter values (``1991``, ``1991-01``, ``1991-01-01``) are one
   listing: the first spelling pays for the listing, the others should not;
 - the time to walk every page of productions by following ``next``;
-- requests per second of 32 clients over the mix of bench/load.py, against the same 32
+- requests per second of 32 clients over the mix of bench/clients.py, against the same 32
   clients on the platforms page alone;
 - readers' latency alone and beside 8 clients sending only never-seen listings
-  (bench/load.py's attack), and beside 8 sending only new searches and tags;
+  (bench/clients.py's attack), and beside 8 sending only new searches and tags;
 - server memory while 100,000 distinct never-seen listings are asked for, and the first
   request of a new listing before and after them;
 - the server's peak resident memory (VmHWM) over the whole run;
@@ -42,7 +42,6 @@ import json
 import os
 import platform
 import random
-import re
 import sqlite3
 import statistics
 import subprocess
@@ -55,7 +54,20 @@ from urllib.parse import urlencode, urlsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from clients import (  # noqa: E402
+    PAIR_ORDERINGS,
+    SEARCH_ATTACK,
+    SEARCH_LENGTHS,
+    NeverSeen,
+    attack,
+    attack_table,
+    catalogue_info,
+    request_mix,
+    run_clients,
+    timed_clients,
+)
 from generate import generate as generate_folder  # noqa: E402
+from servers import measured_load, start, start_demoserv, stop  # noqa: E402
 
 ORDERINGS = {
     "productions": ["sortable_title", "release_date_date", "supertype", "id"],
@@ -89,69 +101,6 @@ class Client:
         if status not in expected:
             raise RuntimeError(f"{path}: {status} {body[:200]!r}")
         return elapsed, body
-
-
-def start(command, env, pattern):
-    """Start a server process and return (process, base URL) once it listens."""
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    for line in process.stderr:
-        match = re.search(pattern, line)
-        if match:
-            threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
-            return process, match.group(1)
-    raise RuntimeError(f"{command[0]} did not start (exit {process.wait()})")
-
-
-SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"
-
-
-def start_waitress(env, threads):
-    """Plain ``waitress-serve`` with its defaults but ``threads``, on a free loopback
-    port: (process, base URL)."""
-    command = [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={threads}"]
-    return start([*command, "--call", "demoserv:serving_app"], env, SERVING_ON)
-
-
-def start_demoserv(env, threads=None):
-    """``demoserv-serve``, as production runs it, on a free loopback port (its own
-    number of threads unless ``threads``): (process, base URL)."""
-    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
-    return start(command + ([f"--threads={threads}"] if threads else []), env, SERVING_ON)
-
-
-def flask_load(source, env):
-    """Run ``flask load source`` for the database named in ``env``; its seconds."""
-    return measured_load(source, env)["seconds"]
-
-
-def measured_load(source, env):
-    """Run ``flask load source``: its seconds and the load process's peak RSS (MB)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(source)],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - started
-    if process.returncode:
-        raise RuntimeError(f"flask load {source} failed ({process.returncode}): {output}")
-    return {
-        "seconds": seconds,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_rss_mb": usage.ru_maxrss / 1024,
-        "output": output.strip(),
-    }
-
-
-def stop(process):
-    process.terminate()
-    process.wait(timeout=60)
 
 
 def memory_mb(pid):
@@ -365,7 +314,6 @@ def measure_never_seen(client, never_seen, rng, per_kind):
     fresh ordering, so each request is a listing never asked for). Pairs of ordering
     keys: every pair's first page, unfiltered, and last and random pages of every pair
     over (nearly) every production."""
-    from load import PAIR_ORDERINGS
 
     results = {}
 
@@ -378,8 +326,6 @@ def measure_never_seen(client, never_seen, rng, per_kind):
         last, _ = client.timed(f"{last_path}&page=last")
         deep, _ = client.timed(f"{deep_path}&page={rng.randint(1, pages)}")
         return first, max(last, deep), count
-
-    from load import SEARCH_LENGTHS
 
     searches = [f"search:{length}" for length in SEARCH_LENGTHS]
     for kind in [*never_seen.KINDS, *searches]:
@@ -510,7 +456,6 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
     watcher.start()
     started = time.monotonic()
     # Clients run until the count is reached: each checks it before every request.
-    from load import timed_clients
 
     statuses = Counter()
     threads, latencies, unexpected, errors = timed_clients(
@@ -541,9 +486,8 @@ def measure_memory(base, pid, never_seen, rng, count, clients=4, probes=50):
 
 
 def measure_throughput(base, facts, counts, clients, seconds):
-    """Requests per second of ``clients`` clients over bench/load.py's mix, then of the
+    """Requests per second of ``clients`` clients over bench/clients.py's mix, then of the
     same clients on the platforms page alone."""
-    from load import request_mix, run_clients
 
     mix = request_mix(
         counts["productions"],
@@ -718,8 +662,6 @@ def main():
         key: facts[key]
         for key in ("rich_productions", "big_parties", "credited_releasers", "affiliated_releasers")
     }
-
-    from load import SEARCH_ATTACK, NeverSeen, attack, catalogue_info
 
     process, base = start_demoserv(env, args.threads)
     try:
@@ -1077,7 +1019,6 @@ def report(results):
             f"{', '.join(f'{v:.1f}' for v in e['others_ms'])} | "
             f"{'yes' if e['one_listing'] else 'NO'} |"
         )
-    from load import attack_table
 
     throughput = results["throughput"]
     memory = results["memory"]
@@ -1093,7 +1034,7 @@ def report(results):
     for name in ("mix", "platforms"):
         t = throughput[name]
         lines.append(
-            f"| {'bench/load.py mix' if name == 'mix' else 'platforms page only'} | "
+            f"| {'bench/clients.py mix' if name == 'mix' else 'platforms page only'} | "
             f"{t['requests_per_second']:.0f} | {t['median_ms']:.1f} | {t['p99_ms']:.1f} | "
             f"{t['unexpected']} | {t['connection_errors']} |"
         )

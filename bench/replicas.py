@@ -3,7 +3,7 @@
     python bench/replicas.py [--clients 16] [--seconds 20] [--productions 20000]
 
 Serves one generated catalogue three ways, one after the other, and runs the same
-client mix as bench/load.py against each (keep-alive clients on loopback, listings in
+client mix as bench/clients.py against each (keep-alive clients on loopback, listings in
 every order, deep and last pages, filters, records and bad requests):
 
 - one ``demoserv-serve`` process (4 threads), clients connected to it directly;
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import start_demoserv  # noqa: E402
+from clients import _latency, request_mix, run_clients  # noqa: E402
 from generate import generate  # noqa: E402
-from load import _latency, flask_load, request_mix, run_clients, stop  # noqa: E402
+from servers import flask_load, start_demoserv, stop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

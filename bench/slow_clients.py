@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import flask_load, start_demoserv, start_waitress, stop  # noqa: E402
 from generate import generate  # noqa: E402
+from servers import flask_load, start_demoserv, start_waitress, stop  # noqa: E402
 
 SLOW_HEAD = b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
 TRICKLE = b"X-Slow: " + b"a" * 1000  # one byte a second of this, never finished

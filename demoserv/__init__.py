@@ -1,5 +1,6 @@
 """demoserv: a read-only, paginated JSON API over a demoscene catalogue."""
 
+import ctypes
 import gc
 import logging
 import os
@@ -9,11 +10,11 @@ from pathlib import Path
 import click
 from flask import Flask
 
-from . import access_log, db, errors, guard, listing, openapi, pipeline, rendering, status
+from . import access_log, db, errors, listing, openapi, pipeline, rendering, status
 from .catalogue import CatalogueError, load_catalogue
 from .catalogue import cli as catalogue_cli
 from .catalogue.install import InstallError
-from .resources import BLUEPRINTS, RESOURCES
+from .resources import BLUEPRINTS
 from .shared import SERVICE_URL_FIELDS
 from .version import __version__
 
@@ -52,6 +53,26 @@ DEFAULTS = {
 # thread that is finding a new listing; a page takes 1 to 2 ms.
 SWITCH_INTERVAL = 0.001
 
+# Allocations of at least this many bytes are mapped from the system each time and given
+# back when freed (glibc's M_MMAP_THRESHOLD, fixed, so glibc no longer raises it). Finding
+# a listing allocates temporary arrays of megabytes on whichever server thread runs it;
+# under glibc's rising threshold each thread's arena kept them after use, and the
+# server's resident memory grew by about 100 MB at full size.
+MMAP_THRESHOLD = 128 * 1024
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def give_back_large_blocks(libc=None):
+    """Fix the C library's mmap threshold at ``MMAP_THRESHOLD`` (glibc's ``mallopt``);
+    False where the C library has no ``mallopt`` (it then keeps its own policy)."""
+    if libc is None:
+        try:
+            libc = ctypes.CDLL(None)
+        except OSError:
+            return False
+    mallopt = getattr(libc, "mallopt", None)
+    return mallopt is not None and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+
 
 def create_app(test_config=None, instance_path=None):
     """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
@@ -69,7 +90,6 @@ def create_app(test_config=None, instance_path=None):
             f"SERVICE_URL_FIELD is {app.config['SERVICE_URL_FIELD']!r}: expected one of "
             + ", ".join(SERVICE_URL_FIELDS)
         )
-    app.extensions["demoserv.resources"] = [resource.name for resource in RESOURCES]
     try:
         os.makedirs(app.instance_path, exist_ok=True)
     except OSError as error:
@@ -79,7 +99,6 @@ def create_app(test_config=None, instance_path=None):
     errors.init_app(app)
     db.init_app(app)
     listing.init_app(app)
-    guard.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
     for blueprint in BLUEPRINTS:
@@ -97,12 +116,14 @@ def serving_app():
     demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
     process, which ``create_app`` leaves alone: the access log on standard error (unless
     logging is configured already); what start-up allocated kept out of the cyclic
-    collector's full passes, which would otherwise walk it while serving; and a shorter
-    interpreter switch interval (``SWITCH_INTERVAL``)."""
+    collector's full passes, which would otherwise walk it while serving; a shorter
+    interpreter switch interval (``SWITCH_INTERVAL``); and large blocks given back to
+    the system when freed (``give_back_large_blocks``)."""
     app = create_app()
     access_log.configure(app)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
+    give_back_large_blocks()
     return app
 
 

@@ -25,7 +25,7 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing import Listings
-from .shared import RecordCodec
+from .stored import RecordCodec
 
 log = logging.getLogger(__name__)
 
@@ -81,42 +81,6 @@ def read_only_engine(path):
     )
 
 
-def expected_columns():
-    """{table: {column, ...}} of the schema this server reads."""
-    return {
-        table.name: {column.name for column in table.columns}
-        for table in tables.metadata.sorted_tables
-    }
-
-
-def schema_mismatch(connection, expected):
-    """What keeps the file's tables from being the ones this server reads, or None."""
-    found = {}
-    rows = connection.exec_driver_sql(
-        "SELECT m.name, c.name FROM sqlite_master AS m, pragma_table_info(m.name) AS c "
-        "WHERE m.type = 'table'"
-    )
-    for table, column in rows:
-        found.setdefault(table, set()).add(column)
-    if not found:
-        raise ValueError("no tables: an empty file or not a database")
-    for table, columns in expected.items():
-        if table not in found:
-            return f"no table {table}"
-        if found[table] != columns:
-            missing = sorted(columns - found[table])
-            extra = sorted(found[table] - columns)
-            return f"table {table}: " + "; ".join(
-                part
-                for part in (
-                    missing and f"missing column {', '.join(missing)}",
-                    extra and f"unknown column {', '.join(extra)}",
-                )
-                if part
-            )
-    return None
-
-
 UNAVAILABLE = "The catalogue is not available: "
 
 
@@ -132,7 +96,7 @@ class Database:
         self._current = None
         self._failure = None  # (file id or error kind, detail) of the last unusable file
         self._lock = threading.Lock()
-        self._expected = expected_columns()
+        self._expected = tables.expected_columns()
 
     def current(self):
         """The catalogue the path names now, opened once per file."""
@@ -173,7 +137,7 @@ class Database:
         engine = read_only_engine(self.path)
         try:
             with engine.connect() as connection:
-                mismatch = schema_mismatch(connection, self._expected)
+                mismatch = tables.schema_mismatch(connection, self._expected)
                 if mismatch is None:
                     info = connection.execute(select(tables.catalogue_info)).mappings().one()
                     counts = dict(connection.execute(select(tables.record_counts)).all())

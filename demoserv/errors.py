@@ -5,8 +5,6 @@ import logging
 from flask import current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, SecurityError
 
-from .listing import Busy
-
 log = logging.getLogger(__name__)
 
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -70,14 +68,6 @@ def _handle_http_exception(error):
     return response, status
 
 
-def _handle_busy(error):
-    response, status = json_error(
-        503, "New listings are being found for other clients; try again in a second."
-    )
-    response.headers["Retry-After"] = "1"
-    return response, status
-
-
 def _handle_unexpected(error):
     log.exception("unhandled error on %s %s", request.method, request.path)
     return json_error(500, DETAILS[500])
@@ -85,6 +75,5 @@ def _handle_unexpected(error):
 
 def init_app(app):
     app.register_error_handler(APIError, _handle_api_error)
-    app.register_error_handler(Busy, _handle_busy)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)

@@ -41,13 +41,7 @@ def refuse_unusable():
         raise APIError(
             400, "Invalid Host header: expected a host name or address, and a port number."
         )
-    trusted = current_app.extensions["demoserv.trusted_hosts"]
+    trusted = current_app.config["TRUSTED_HOSTS"]
     if trusted and not host_is_trusted(request.host.lower(), trusted):
         # Host names are case-insensitive (Flask's own check is not).
         raise SecurityError(f"Host {request.host!r} is not trusted.")
-
-
-def init_app(app):
-    # The hosts served are checked by refuse_unusable, case-insensitively, not by Flask.
-    app.extensions["demoserv.trusted_hosts"] = app.config["TRUSTED_HOSTS"]
-    app.config["TRUSTED_HOSTS"] = None

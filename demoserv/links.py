@@ -2,32 +2,17 @@
 (``service_url``). The only code that builds either.
 
 Records are built once, at load, with markers in place of what depends on the request
-or the configuration: ``\\x00A`` the API root, ``\\x00F`` the end of an address (its
-trailing slash and ``?format=`` suffix, or a format suffix in its place: ``/``,
-``/?format=json``, ``.json``), ``\\x00S`` the site URL. A catalogue never holds a NUL
-character in its text, so a marker cannot be data. Records are stored as templates in
-which each marker, and the name of the page-address field, is a key of bytes
-%-formatting (``shared.to_template``); ``resolver`` puts each request's values, and the
-field name that ``SERVICE_URL_FIELD`` asks for, in their place in one pass.
+or the configuration, and stored as templates (``stored.py`` defines the
+format); ``request_resolver`` fills in a request's values.
 """
 
 from contextvars import ContextVar
-from dataclasses import dataclass
 
-import orjson
 from flask import current_app, request
 
 from .rendering import API_PREFIX, response_format
+from .stored import MARKERS, LinkStyle, resolver  # noqa: F401 (MARKERS: for the build)
 
-
-@dataclass(frozen=True)
-class LinkStyle:
-    api_root: str  # ends with "/"
-    suffix: str  # what ends an address: "/", "/?format=..." or ".json" in place of the "/"
-    site: str  # no trailing "/"
-
-
-MARKERS = LinkStyle("\x00A", "\x00F", "\x00S")
 _style = ContextVar("demoserv_link_style", default=None)
 
 
@@ -70,26 +55,6 @@ def api_url(resource, record_id=None):
 def site_url(path):
     """The public web page at ``path`` (which starts and ends with ``/``)."""
     return (_style.get() or request_style()).site + path
-
-
-def _escaped(text):
-    return orjson.dumps(text)[1:-1]
-
-
-def resolver(style, service_url_field="service_url"):
-    """A function that turns stored record templates (a record as built with MARKERS:
-    ``shared.to_template``), or several joined, into ``style``'s JSON."""
-    values = {
-        b"A": _escaped(style.api_root),
-        b"F": _escaped(style.suffix),
-        b"S": _escaped(style.site),
-        b"N": _escaped(service_url_field),
-    }
-
-    def resolve(body):
-        return body % values
-
-    return resolve
 
 
 def request_resolver():

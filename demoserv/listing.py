@@ -37,6 +37,7 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from . import tables
+from .errors import json_error
 from .shared import search_fold
 
 CACHE_BYTES = 32 * 1024 * 1024  # kept listings per served file, in bytes of positions
@@ -134,6 +135,15 @@ def init_app(app):
     elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"SERVER_THREADS is {threads!r}: expected a number of threads")
     app.extensions["demoserv.turns"] = Turns(threads)
+    app.register_error_handler(Busy, _handle_busy)
+
+
+def _handle_busy(error):
+    response, status = json_error(
+        503, "New listings are being found for other clients; try again in a second."
+    )
+    response.headers["Retry-After"] = "1"
+    return response, status
 
 
 def serve_with_threads(app, threads):

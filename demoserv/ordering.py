@@ -36,7 +36,6 @@ def sort_keys(table, keys):
 class Ordering:
     """A parsed ``ordering``: (SortKey, descending) terms, first key first."""
 
-    resource: str
     terms: tuple
     id_key: SortKey
 
@@ -91,7 +90,7 @@ def parse(resource, value):
     (None: the resource's default)."""
     keys = resource.sort_keys
     if value is None:
-        return Ordering(resource.name, ((keys[resource.default_key], False),), keys["id"])
+        return Ordering(((keys[resource.default_key], False),), keys["id"])
     terms = []
     seen = set()
     for raw in value.split(","):
@@ -110,10 +109,10 @@ def parse(resource, value):
             continue  # a repeated key, or one after id (unique), can decide nothing
         seen.add(name)
         terms.append((keys[name], descending))
-    return Ordering(resource.name, tuple(terms), keys["id"])
+    return Ordering(tuple(terms), keys["id"])
 
 
 def rank_order(resource, key_name):
     """The ascending ORDER BY clauses that define ``rank_<key_name>``."""
     keys = resource.sort_keys
-    return Ordering(resource.name, ((keys[key_name], False),), keys["id"]).clauses()
+    return Ordering(((keys[key_name], False),), keys["id"]).clauses()

@@ -16,6 +16,8 @@ FIELDS = (
     "Comma-separated field names: only these fields of each record, in the record's "
     "order; unknown names are ignored. A list may name detail fields too."
 )
+# What every answer takes: how it is rendered.
+RENDERING = {"format": FORMAT, "callback": CALLBACK}
 PAGE = 'Page number from 1, or "last"; empty: page 1.'
 UNPAGED = " The whole listing is one page."
 
@@ -30,7 +32,7 @@ def ordering_help(keys):
 
 def describe_parameters(resource, detail):
     """{parameter: description} of a resource's list (or detail) answer."""
-    common = {"format": FORMAT, "callback": CALLBACK, "fields": FIELDS}
+    common = {**RENDERING, "fields": FIELDS}
     if detail:
         return common
     return {

@@ -78,6 +78,16 @@ class APIRequest(Request):
     #: This answer's ETag while it can still be a 200, set by ``caching``.
     etag = None
 
+    @property
+    def trusted_hosts(self):
+        """None, whatever ``TRUSTED_HOSTS`` holds: Flask's own check of the Host header
+        compares case, so ``guard.refuse_unusable`` checks it instead."""
+        return None
+
+    @trusted_hosts.setter
+    def trusted_hosts(self, hosts):
+        pass  # Flask hands TRUSTED_HOSTS to every request; guard reads the config itself
+
     @cached_property
     def site_root(self):
         """``scheme://host[/script root]``, the host exactly as sent."""

@@ -3,10 +3,7 @@ dates, timestamps and sort keys. Neither side's modules are imported here."""
 
 import datetime
 import re
-import threading
 import unicodedata
-
-import zstandard
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 ID_PATTERN = "[0-9]{1,19}"
@@ -88,76 +85,3 @@ def name_key(name):
     category = unicodedata.category(name[0]) if name else ""
     group = "2" if category.startswith("L") else "1" if category == "Nd" else "0"
     return group + name.lower()
-
-
-# zstd's level for records: past 3, a fifth smaller for twice the time (still well under
-# the time to build a record); expanding is as fast.
-LEVEL = 5
-
-
-# Records are built with address markers (links.py) and stored as templates of bytes
-# %-formatting: each marker becomes a mapping key (%(A)b, %(F)b, %(S)b), the name of the
-# page-address field %(N)b, and every other % is doubled. Putting a request's addresses
-# and field name in is then one pass in C (``template % values``), where replacing each
-# marker in turn took several passes over the page.
-TEMPLATE_KEYS = ((b"\\u0000A", b"A"), (b"\\u0000F", b"F"), (b"\\u0000S", b"S"))
-SERVICE_URL_KEY = b'"service_url":'  # only a key can be followed by '":' unescaped
-# The values that turn a template back into the record as built, markers and all.
-MARKED = {key: marker for marker, key in TEMPLATE_KEYS} | {b"N": b"service_url"}
-
-
-def to_template(doc):
-    """The stored form of the record JSON ``doc`` (built with address markers)."""
-    if b"\\\\" in doc:
-        # An escaped backslash followed by "u0000A" is text, not a marker: escapes pair
-        # from the left, as split does.
-        return b"\\\\".join(to_template(part) for part in doc.split(b"\\\\"))
-    doc = doc.replace(b"%", b"%%")
-    for marker, key in TEMPLATE_KEYS:
-        doc = doc.replace(marker, b"%(" + key + b")b")
-    return doc.replace(SERVICE_URL_KEY, b'"%(N)b":')
-
-
-class RecordCodec:
-    """How records are stored: templates (``to_template``) compressed by zstd with a
-    dictionary trained on the first records of a resource (list or detail), which share
-    most of their keys and addresses, so that each compresses six to eight times and
-    expands in a few microseconds. Contexts are per thread: zstd's are not safe to share
-    between threads."""
-
-    def __init__(self, dictionary):
-        self.dictionary = dictionary
-        self._data = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        self._local = threading.local()
-
-    @classmethod
-    def trained(cls, samples, size):
-        """A codec whose dictionary is trained on the records ``samples`` (bytes, as
-        built), or made of their content where there are too few to train on."""
-        samples = [to_template(sample) for sample in samples]
-        try:
-            dictionary = zstandard.train_dictionary(size, samples).as_bytes()
-        except zstandard.ZstdError:
-            dictionary = b"".join(samples)[:size]
-        return cls(dictionary)
-
-    def _contexts(self):
-        contexts = getattr(self._local, "contexts", None)
-        if contexts is None:
-            contexts = self._local.contexts = (
-                zstandard.ZstdCompressor(level=LEVEL, dict_data=self._data),
-                zstandard.ZstdDecompressor(dict_data=self._data),
-            )
-        return contexts
-
-    def compress(self, doc):
-        """The stored form of the record ``doc`` (JSON as built, with markers)."""
-        return self._contexts()[0].compress(to_template(doc))
-
-    def expand(self, data):
-        """The template of a stored record, for ``links.resolver``."""
-        return self._contexts()[1].decompress(data)
-
-    def marked(self, data):
-        """A stored record as it was built, with its markers."""
-        return self.expand(data) % MARKED

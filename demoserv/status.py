@@ -13,9 +13,7 @@ from flask import Blueprint, current_app, request
 from .catalogue import install, status
 from .db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
 from .openapi import STATUS_PATH
-from .parameters import CALLBACK, FORMAT
-from .rendering import JSON_TYPE
-from .resources.base import add_view
+from .resources.answers import add_view, options_body
 
 bp = Blueprint("status", __name__)
 
@@ -29,14 +27,11 @@ def _previous_id(target):
 
 
 def describe():
-    return {
-        "name": "Status",
-        "description": "What this mirror serves: its source, version, counts and the "
-        "previous catalogue kept for a rollback.",
-        "renders": [JSON_TYPE],
-        "parses": [],
-        "parameters": {"format": FORMAT, "callback": CALLBACK},
-    }
+    return options_body(
+        "Status",
+        "What this mirror serves: its source, version, counts and the previous catalogue "
+        "kept for a rollback.",
+    )
 
 
 def mirror_status():

@@ -86,7 +86,7 @@ catalogue_source = Table(
     Column("value", Text, nullable=False),
 )
 
-# The zstd dictionary of each resource's list and detail records (shared.RecordCodec).
+# The zstd dictionary of each resource's list and detail records (stored.RecordCodec).
 dictionaries = Table(
     "dictionaries",
     metadata,
@@ -419,3 +419,38 @@ for _table, _names in [
 ]:
     for _name in _names:
         INDEXES.append(Index(f"{_table.name}_by_{_name}", _table.c[_name], _table.c.id))
+
+
+def expected_columns():
+    """{table: {column, ...}} of the schema this server reads."""
+    return {
+        table.name: {column.name for column in table.columns} for table in metadata.sorted_tables
+    }
+
+
+def schema_mismatch(connection, expected):
+    """What keeps the file's tables from being the ones this server reads, or None."""
+    found = {}
+    rows = connection.exec_driver_sql(
+        "SELECT m.name, c.name FROM sqlite_master AS m, pragma_table_info(m.name) AS c "
+        "WHERE m.type = 'table'"
+    )
+    for table, column in rows:
+        found.setdefault(table, set()).add(column)
+    if not found:
+        raise ValueError("no tables: an empty file or not a database")
+    for table, columns in expected.items():
+        if table not in found:
+            return f"no table {table}"
+        if found[table] != columns:
+            missing = sorted(columns - found[table])
+            extra = sorted(found[table] - columns)
+            return f"table {table}: " + "; ".join(
+                part
+                for part in (
+                    missing and f"missing column {', '.join(missing)}",
+                    extra and f"unknown column {', '.join(extra)}",
+                )
+                if part
+            )
+    return None

@@ -9,6 +9,7 @@ import sys
 import pytest
 from flask import g
 
+import demoserv
 from demoserv import SWITCH_INTERVAL, create_app, pipeline, serving_app
 from demoserv.catalogue import load_catalogue
 
@@ -53,7 +54,7 @@ def answer_conditional(make, caplog):
 def represent(make, caplog):
     client = make().test_client()
     response = client.get("/api/v1/platforms/?format=jsonp&callback=cb")
-    assert response.data.startswith(b"cb({") and response.data.endswith(b"})")
+    assert response.data.startswith(b"cb({") and response.data.endswith(b"});")
     indented = client.get("/api/v1/platforms/", headers={"Accept": "application/json; indent=2"})
     assert indented.data.startswith(b'{\n  "count": ')
 
@@ -155,23 +156,47 @@ def bare_logging(monkeypatch):
 
 def test_create_app_leaves_the_process_alone(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
+    calls = []
+    monkeypatch.setattr(demoserv, "give_back_large_blocks", lambda: calls.append(1))
     frozen, interval = gc.get_freeze_count(), sys.getswitchinterval()
     app = create_app({"DATABASE": str(loaded_database), "SEED_DIR": ""})  # not TESTING
     assert not app.testing
     assert gc.get_freeze_count() == frozen and sys.getswitchinterval() == interval
     assert (package.handlers, package.propagate) == ([], True)
+    assert calls == []
 
 
 def test_serving_app_sets_up_the_process(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
     monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    calls = []
+    monkeypatch.setattr(demoserv, "give_back_large_blocks", lambda: calls.append(1))
     interval = sys.getswitchinterval()
     try:
         serving_app()
+        assert calls == [1]
         assert gc.get_freeze_count() > 0
         assert len(package.handlers) == 1 and not package.propagate
         assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) != interval
     finally:
         gc.unfreeze()
         sys.setswitchinterval(interval)
+
+
+class FakeLibc:
+    def __init__(self, answer):
+        self.answer, self.calls = answer, []
+
+    def mallopt(self, parameter, value):
+        self.calls.append((parameter, value))
+        return self.answer
+
+
+def test_large_blocks_are_given_back_where_the_c_library_can():
+    libc = FakeLibc(1)
+    assert demoserv.give_back_large_blocks(libc) is True
+    assert libc.calls == [(-3, 128 * 1024)]  # M_MMAP_THRESHOLD, fixed at 128 KiB
+    assert demoserv.give_back_large_blocks(FakeLibc(0)) is False  # refused
+    assert demoserv.give_back_large_blocks(object()) is False  # no mallopt: left alone
+    assert demoserv.give_back_large_blocks() is True  # this machine's glibc

@@ -44,3 +44,15 @@ def test_options_and_openapi_share_the_descriptions(client):
         }
         assert described == documented
         assert described["format"] == parameters.FORMAT
+
+
+def test_the_architecture_block_names_every_module():
+    """Every module of the serving side (demoserv/*.py, demoserv/resources/*.py) and of
+    bench/ has its line in README's architecture block (a package's modules by name)."""
+    block = README.split("## Architecture\n\n```\n", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"[\w/]+\.py", block))
+    root = Path(__file__).resolve().parent.parent
+    for path in (root / "demoserv").glob("*.py"):
+        assert f"demoserv/{path.name}" in named, f"README's architecture lacks {path.name}"
+    for path in [*(root / "demoserv" / "resources").glob("*.py"), *(root / "bench").glob("*.py")]:
+        assert path.name in named, f"README's architecture lacks {path.parent.name}/{path.name}"

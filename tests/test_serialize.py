@@ -168,7 +168,7 @@ def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
 def test_stored_templates_keep_text_that_looks_like_their_keys():
     """Records are stored as %-templates: text holding %, a template key or the field
     name comes back as it was, and only the markers and the field's key change."""
-    from demoserv.shared import RecordCodec
+    from demoserv.stored import RecordCodec
 
     text = 'a 100% demo: %(A)b %%(N)b %s \\u0000A "service_url": %'
     with_markers = links.LinkStyle("\x00A", "\x00F", "\x00S")

@@ -16,7 +16,7 @@ from sqlalchemy.schema import CreateTable
 from .. import filters, links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import Built, compile_dumper
-from ..shared import RecordCodec
+from ..stored import RecordCodec
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from .. import records, tables
 from ..resources import BY_NAME, LOAD_ORDER
-from ..shared import RecordCodec
+from ..stored import RecordCodec
 
 BATCH = 1000
 

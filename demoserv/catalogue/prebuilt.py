@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import tables
-from ..db import expected_columns, schema_mismatch
+from ..tables import expected_columns, schema_mismatch
 from . import install
 from .reporting import CatalogueError
 
@@ -119,7 +119,16 @@ class _Driver:
 def _check_contents(connection, refuse):
     problems = [row[0] for row in connection.execute("PRAGMA integrity_check")]
     if problems != ["ok"]:
-        raise refuse(f"damaged: {problems[0]}")
+        # A row may hold several lines under a "*** in database main ***" heading: the
+        # refusal stays one line, naming the first problem.
+        lines = [
+            line
+            for problem in problems
+            for line in problem.splitlines()
+            if line.strip() and not line.startswith("***")
+        ] or ["integrity check failed"]
+        more = f" (and {len(lines) - 1:,} more)" if len(lines) > 1 else ""
+        raise refuse(f"damaged: {lines[0]}{more}")
     try:
         mismatch = schema_mismatch(_Driver(connection), expected_columns())
     except ValueError:

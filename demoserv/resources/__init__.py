@@ -17,7 +17,7 @@ from . import (
 MODULES = [party_series, platforms, bbses, parties, productions, releasers, production_types]
 RESOURCES = [module.resource for module in MODULES]
 BY_NAME = {resource.name: resource for resource in RESOURCES}
-BLUEPRINTS = [root.bp, *(module.bp for module in MODULES)]
+BLUEPRINTS = [root.blueprint(list(BY_NAME)), *(module.bp for module in MODULES)]
 # Load order: what a record refers to is read before it, so that summaries can be checked.
 LOAD_ORDER = [
     "platforms",

@@ -1,20 +1,18 @@
 """Bulletin board systems, with their BBStros, staff and affiliated groups."""
 
 from marshmallow import Schema, fields
-from sqlalchemy import bindparam, select
 
 from .. import filters, records, tables
 from . import stored
-from .base import (
+from .declaration import Resource, owned_rows
+from .summaries import (
+    NAMED_DETAIL_HEAD,
     ProductionSchema,
     ReleaserNameSchema,
-    Resource,
     nested_list,
     record_url,
     service_url,
 )
-
-IDS = bindparam("ids", expanding=True)
 
 
 class BBSSchema(Schema):
@@ -47,10 +45,7 @@ class BBSDetailSchema(BBSSchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "location",
             "country_code",
             "latitude",
@@ -86,14 +81,10 @@ class BBSRecord(records.RecordSchema):
     affiliations = records.optional_list(fields.Nested(AffiliationRecord))
 
 
-def _owned(table):
-    return select(table).where(table.c.bbs_id.in_(IDS)).order_by(table.c.bbs_id, table.c.position)
-
-
 BBSTROS, STAFF, AFFILIATIONS = (
-    _owned(tables.bbstros),
-    _owned(tables.bbs_staff),
-    _owned(tables.bbs_affiliations),
+    owned_rows(tables.bbstros, "bbs_id"),
+    owned_rows(tables.bbs_staff, "bbs_id"),
+    owned_rows(tables.bbs_affiliations, "bbs_id"),
 )
 
 

@@ -2,23 +2,21 @@
 releases and competitions."""
 
 from marshmallow import Schema, fields
-from sqlalchemy import bindparam, select
 
 from .. import filters, records, tables
 from . import stored
-from .base import (
+from .declaration import Resource, owned_rows
+from .summaries import (
+    NAMED_DETAIL_HEAD,
     LinkSchema,
     PartySchema,
     PartySeriesSchema,
     PlatformSchema,
     ProductionSchema,
     ProductionTypeSchema,
-    Resource,
     nested_list,
     service_url,
 )
-
-IDS = bindparam("ids", expanding=True)
 
 
 class ResultSchema(Schema):
@@ -47,10 +45,7 @@ class PartyDetailSchema(PartySchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "tagline",
             "party_series",
             "start_date",
@@ -106,34 +101,16 @@ class PartyRecord(records.RecordSchema):
 
 
 def _productions(link):
-    return (
-        select(link.c.party_id, link.c.production_id)
-        .where(link.c.party_id.in_(IDS))
-        .order_by(link.c.party_id, link.c.party_position)
-    )
+    return owned_rows(link, "party_id", "party_position", (link.c.party_id, link.c.production_id))
 
 
 INVITATIONS = _productions(tables.party_invitations)
 RELEASES = _productions(tables.party_releases)
-COMPETITIONS = (
-    select(tables.competitions)
-    .where(tables.competitions.c.party_id.in_(IDS))
-    .order_by(
-        tables.competitions.c.party_id,
-        tables.competitions.c.position,
-        tables.competitions.c.id,  # of those known only from placings
-    )
+COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
+    tables.competitions.c.id  # of those known only from placings
 )
-RESULTS = (
-    select(tables.placings)
-    .where(tables.placings.c.competition_id.in_(IDS))
-    .order_by(tables.placings.c.competition_id, tables.placings.c.result_position)
-)
-LINKS = (
-    select(tables.party_links)
-    .where(tables.party_links.c.party_id.in_(IDS))
-    .order_by(tables.party_links.c.party_id, tables.party_links.c.position)
-)
+RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
+LINKS = owned_rows(tables.party_links, "party_id")
 
 
 class Parties(Resource):

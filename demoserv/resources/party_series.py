@@ -1,14 +1,14 @@
 """Party series: the recurring events that parties are editions of."""
 
-from sqlalchemy import bindparam, select
-
 from .. import filters, records, tables
-from .base import PartySchema, PartySeriesSchema, Resource, nested_list
+from .declaration import Resource, owned_rows
+from .summaries import PartySchema, PartySeriesSchema, nested_list
 
-PARTIES = (
-    select(tables.parties.c.party_series_id, tables.parties.c.id)
-    .where(tables.parties.c.party_series_id.in_(bindparam("ids", expanding=True)))
-    .order_by(tables.parties.c.party_series_id, tables.parties.c.series_position)
+PARTIES = owned_rows(
+    tables.parties,
+    "party_series_id",
+    "series_position",
+    (tables.parties.c.party_series_id, tables.parties.c.id),
 )
 
 

@@ -1,7 +1,8 @@
 """Platforms: computer and console systems and software environments, one page."""
 
 from .. import filters, records, tables
-from .base import PlatformSchema, Resource
+from .declaration import Resource
+from .summaries import PlatformSchema
 
 
 class Platforms(Resource):

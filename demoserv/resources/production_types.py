@@ -1,7 +1,8 @@
 """Production types: Demo, Intro, Tracked Music, Graphics, ... each with its supertype."""
 
 from .. import filters, records, tables
-from .base import ProductionTypeSchema, Resource
+from .declaration import Resource
+from .summaries import ProductionTypeSchema
 
 
 class ProductionTypes(Resource):

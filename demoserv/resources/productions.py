@@ -2,21 +2,13 @@
 credits, links, screenshots, parties and competition placings."""
 
 from marshmallow import Schema, fields, validate
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from .. import filters, records, tables
 from ..shared import sortable_title
 from . import stored
-from .base import (
-    LinkSchema,
-    NickSchema,
-    PartySchema,
-    ProductionSchema,
-    Resource,
-    nested_list,
-)
-
-IDS = bindparam("ids", expanding=True)
+from .declaration import IDS, Resource, owned_rows
+from .summaries import LinkSchema, NickSchema, PartySchema, ProductionSchema, nested_list
 
 
 class CreditSchema(Schema):
@@ -172,11 +164,7 @@ def _nick(row):
 
 
 def _linked(link, owner, target, position):
-    return (
-        select(link.c[owner], link.c[target])
-        .where(link.c[owner].in_(IDS))
-        .order_by(link.c[owner], link.c[position])
-    )
+    return owned_rows(link, owner, position, (link.c[owner], link.c[target]))
 
 
 NICKS = _nicks_statement(tables.production_nicks, tables.production_nicks.c.role)
@@ -189,11 +177,7 @@ CREDITS = (
 )
 PLATFORMS = _linked(tables.production_platforms, "production_id", "platform_id", "position")
 TYPES = _linked(tables.production_type_links, "production_id", "production_type_id", "position")
-LINKS = (
-    select(tables.production_links)
-    .where(tables.production_links.c.production_id.in_(IDS))
-    .order_by(tables.production_links.c.production_id, tables.production_links.c.position)
-)
+LINKS = owned_rows(tables.production_links, "production_id")
 RELEASE_PARTIES = _linked(tables.party_releases, "production_id", "party_id", "production_position")
 INVITATION_PARTIES = _linked(
     tables.party_invitations, "production_id", "party_id", "production_position"
@@ -212,11 +196,7 @@ PLACINGS = (
     .where(tables.placings.c.production_id.in_(IDS))
     .order_by(tables.placings.c.production_id, tables.placings.c.production_position)
 )
-SCREENSHOTS = (
-    select(tables.screenshots)
-    .where(tables.screenshots.c.production_id.in_(IDS))
-    .order_by(tables.screenshots.c.production_id, tables.screenshots.c.position)
-)
+SCREENSHOTS = owned_rows(tables.screenshots, "production_id")
 
 
 class Productions(Resource):

@@ -2,28 +2,32 @@
 and the productions each is credited with."""
 
 from marshmallow import Schema, fields
-from sqlalchemy import bindparam, literal_column, or_, select
+from sqlalchemy import literal_column, or_, select
 
 from .. import filters, records, tables
 from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import site_url
+from ..rendering import last_arg
 from . import stored
-from .base import (
+from .answers import (
     RECORD_ID,
+    add_view,
+    fetch_docs,
+    json_response,
+    options_body,
+    parse_fields,
+    render,
+)
+from .declaration import IDS, Resource, owned_rows
+from .summaries import (
+    NAMED_DETAIL_HEAD,
     URL,
     LinkSchema,
     ReleaserNameSchema,
     ReleaserSchema,
-    Resource,
-    add_view,
-    json_response,
-    last_arg,
     nested_list,
-    parse_fields,
 )
-
-IDS = bindparam("ids", expanding=True)
 
 
 class ReleaserNickSchema(Schema):
@@ -63,10 +67,7 @@ class ReleaserDetailSchema(ReleaserSchema):
 
     class Meta:
         fields = (
-            "url",
-            "service_url",
-            "id",
-            "name",
+            *NAMED_DETAIL_HEAD,
             "is_group",
             "nicks",
             "member_of",
@@ -107,16 +108,8 @@ class ReleaserRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-NICKS = (
-    select(tables.releaser_nicks)
-    .where(tables.releaser_nicks.c.releaser_id.in_(IDS))
-    .order_by(tables.releaser_nicks.c.releaser_id, tables.releaser_nicks.c.position)
-)
-MEMBER_OF = (
-    select(tables.memberships)
-    .where(tables.memberships.c.member_id.in_(IDS))
-    .order_by(tables.memberships.c.member_id, tables.memberships.c.member_position)
-)
+NICKS = owned_rows(tables.releaser_nicks, "releaser_id")
+MEMBER_OF = owned_rows(tables.memberships, "member_id", "member_position")
 MEMBERS = (
     select(tables.memberships, tables.releasers.c.is_group)
     .join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
@@ -126,11 +119,7 @@ MEMBERS = (
 PRODUCTION_DOCS = select(tables.productions.c.id, tables.productions.c.doc).where(
     tables.productions.c.id.in_(IDS)
 )
-LINKS = (
-    select(tables.releaser_links)
-    .where(tables.releaser_links.c.releaser_id.in_(IDS))
-    .order_by(tables.releaser_links.c.releaser_id, tables.releaser_links.c.position)
-)
+LINKS = owned_rows(tables.releaser_links, "releaser_id")
 
 
 class Releasers(Resource):
@@ -247,14 +236,8 @@ class Releasers(Resource):
         ids = self.credited(connection, releaser_id, member)
         if ids is None:
             raise APIError(404)
-        docs = []
-        for start in range(0, len(ids), 5000):  # within SQLite's limit on parameters
-            found = dict(
-                connection.execute(PRODUCTION_DOCS, {"ids": ids[start : start + 5000]}).all()
-            )
-            expand = get_catalogue().expander("productions")
-            docs += [expand(found[production_id]) for production_id in ids[start : start + 5000]]
-        return json_response(self.render(docs, parse_fields(last_arg("fields"))))
+        docs = fetch_docs(connection, PRODUCTION_DOCS, ids, get_catalogue().expander("productions"))
+        return json_response(render(docs, parse_fields(last_arg("fields"))))
 
 
 resource = Releasers()
@@ -285,13 +268,11 @@ def releaser_member_productions(record_id):
 
 
 def _describe_credited(name):
-    return lambda: {
-        "name": f"Releaser {name.replace('_', ' ').title()} List",
-        "description": SUB_RESOURCES[name],
-        "renders": ["application/json"],
-        "parses": [],
-        "parameters": resource.describe(detail=True)["parameters"],
-    }
+    return lambda: options_body(
+        f"Releaser {name.replace('_', ' ').title()} List",
+        SUB_RESOURCES[name],
+        resource.describe(detail=True)["parameters"],
+    )
 
 
 bp = resource.blueprint(releaser_list, releaser_detail)

@@ -1,7 +1,7 @@
-"""Load test: many concurrent keep-alive clients against waitress on loopback, with a
-catalogue reload in the middle of the run.
+"""Load test by clients: many concurrent keep-alive clients against a server on
+loopback, with a catalogue reload in the middle of the run.
 
-    python bench/load.py [--clients 32] [--seconds 60] [--productions 50000]
+    python bench/clients.py [--clients 32] [--seconds 60] [--productions 50000]
 
 Two catalogues of the same size but different records are generated; the first is
 loaded and served by ``waitress-serve``, and halfway through the run ``flask load``
@@ -11,7 +11,7 @@ must get. The run reports throughput, median and p99 latency, statuses that were
 the expected ones, and connection errors; the target is zero of both (exit status 1
 otherwise). Every request is bounded: a client stops at the deadline.
 
-    python bench/load.py --attack (--dump EXPORT.sql.gz | --database FILE)
+    python bench/clients.py --attack (--dump EXPORT.sql.gz | --database FILE)
                          [--readers 8] [--attackers 8] [--seconds 60] [--idle-seconds 20]
 
 With ``--attack`` it serves one catalogue instead (an upstream export it loads first, or
@@ -51,57 +51,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import SERVING_ON, flask_load, start, start_demoserv, stop  # noqa: E402
 from generate import generate  # noqa: E402
-
-REPOSITORY = Path(__file__).resolve().parent.parent
-WAITRESS_FLAGS = (  # README, "Serving with waitress alone"
-    "--threads=16",
-    "--connection-limit=1000",
-    "--channel-timeout=15",
-    "--cleanup-interval=2",
-    "--asyncore-use-poll",
-)
-GUNICORN_LISTENING = r"Listening at: (http://127\.0\.0\.1:[0-9]+)"
-FLASK_RUNNING = r"Running on (http://127\.0\.0\.1:[0-9]+)"
-
-
-def start_server(kind, env, threads=None):
-    """Serve the catalogue of ``env`` with the server ``kind`` (one of SERVERS) on a
-    free loopback port, as README runs it: (process, base URL)."""
-    python = sys.executable
-    waitress = [python, "-m", "waitress", "--listen=127.0.0.1:0"]
-    gunicorn = [python, "-m", "gunicorn", "--bind=127.0.0.1:0", "--workers=2"]
-    gunicorn.append(f"--chdir={REPOSITORY}")
-    if kind == "demoserv-serve":
-        return start_demoserv(env, threads)
-    if kind == "waitress":
-        env = dict(env, DEMOSERV_SERVER_THREADS="16")
-        return start(
-            [*waitress, *WAITRESS_FLAGS, "--call", "demoserv:serving_app"], env, SERVING_ON
-        )
-    if kind == "waitress-defaults":
-        return start([*waitress, "--call", "demoserv:serving_app"], env, SERVING_ON)
-    if kind == "gunicorn-sync":
-        return start([*gunicorn, "wsgi:app"], env, GUNICORN_LISTENING)
-    if kind == "gunicorn-gthread":
-        env = dict(env, DEMOSERV_SERVER_THREADS="4")
-        command = [*gunicorn, "--worker-class=gthread", "--threads=4", "wsgi:app"]
-        return start(command, env, GUNICORN_LISTENING)
-    if kind == "flask":
-        command = [python, "-m", "flask", "--app", "demoserv", "run", "--port=0"]
-        return start(command, env, FLASK_RUNNING)
-    raise ValueError(kind)
-
-
-SERVERS = (
-    "demoserv-serve",
-    "waitress",
-    "waitress-defaults",
-    "gunicorn-sync",
-    "gunicorn-gthread",
-    "flask",
-)
+from servers import SERVERS, flask_load, start_server, stop  # noqa: E402
 
 
 def request_mix(productions, parties, seed=1, production_ids=None, party_ids=None):
@@ -435,8 +386,12 @@ def attack_request(never_seen, rng, kinds=None):
         page = rng.choice(("last", rng.randint(1, last * 3 // 4)))
     else:
         page = rng.choice((None, None, "last", 2))
+    try:
+        path = never_seen.path(kind, page)
+    except LookupError:  # a filter of few values used up (503s come fast): a new title
+        path = never_seen.path("random_title", page)
     # 503 (with Retry-After) is the service's answer when new listings queue up.
-    return "GET", never_seen.path(kind, page), {}, (200, 404, 503)
+    return "GET", path, {}, (200, 404, 503)
 
 
 def timed_clients(

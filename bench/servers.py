@@ -1,0 +1,123 @@
+"""Starting and stopping the servers the benchmarks measure, each on a free loopback
+port, and running ``flask load``: what bench/benchmark.py, bench/clients.py,
+bench/replicas.py and bench/slow_clients.py share."""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+WAITRESS_FLAGS = (  # README, "Serving with waitress alone"
+    "--threads=16",
+    "--connection-limit=1000",
+    "--channel-timeout=15",
+    "--cleanup-interval=2",
+    "--asyncore-use-poll",
+)
+GUNICORN_LISTENING = r"Listening at: (http://127\.0\.0\.1:[0-9]+)"
+FLASK_RUNNING = r"Running on (http://127\.0\.0\.1:[0-9]+)"
+
+
+def start_server(kind, env, threads=None):
+    """Serve the catalogue of ``env`` with the server ``kind`` (one of SERVERS) on a
+    free loopback port, as README runs it: (process, base URL)."""
+    python = sys.executable
+    waitress = [python, "-m", "waitress", "--listen=127.0.0.1:0"]
+    gunicorn = [python, "-m", "gunicorn", "--bind=127.0.0.1:0", "--workers=2"]
+    gunicorn.append(f"--chdir={REPOSITORY}")
+    if kind == "demoserv-serve":
+        return start_demoserv(env, threads)
+    if kind == "waitress":
+        env = dict(env, DEMOSERV_SERVER_THREADS="16")
+        return start(
+            [*waitress, *WAITRESS_FLAGS, "--call", "demoserv:serving_app"], env, SERVING_ON
+        )
+    if kind == "waitress-defaults":
+        return start([*waitress, "--call", "demoserv:serving_app"], env, SERVING_ON)
+    if kind == "gunicorn-sync":
+        return start([*gunicorn, "wsgi:app"], env, GUNICORN_LISTENING)
+    if kind == "gunicorn-gthread":
+        env = dict(env, DEMOSERV_SERVER_THREADS="4")
+        command = [*gunicorn, "--worker-class=gthread", "--threads=4", "wsgi:app"]
+        return start(command, env, GUNICORN_LISTENING)
+    if kind == "flask":
+        command = [python, "-m", "flask", "--app", "demoserv", "run", "--port=0"]
+        return start(command, env, FLASK_RUNNING)
+    raise ValueError(kind)
+
+
+SERVERS = (
+    "demoserv-serve",
+    "waitress",
+    "waitress-defaults",
+    "gunicorn-sync",
+    "gunicorn-gthread",
+    "flask",
+)
+
+
+def start(command, env, pattern):
+    """Start a server process and return (process, base URL) once it listens."""
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    for line in process.stderr:
+        match = re.search(pattern, line)
+        if match:
+            threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
+            return process, match.group(1)
+    raise RuntimeError(f"{command[0]} did not start (exit {process.wait()})")
+
+
+SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"
+
+
+def start_waitress(env, threads):
+    """Plain ``waitress-serve`` with its defaults but ``threads``, on a free loopback
+    port: (process, base URL)."""
+    command = [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={threads}"]
+    return start([*command, "--call", "demoserv:serving_app"], env, SERVING_ON)
+
+
+def start_demoserv(env, threads=None):
+    """``demoserv-serve``, as production runs it, on a free loopback port (its own
+    number of threads unless ``threads``): (process, base URL)."""
+    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
+    return start(command + ([f"--threads={threads}"] if threads else []), env, SERVING_ON)
+
+
+def flask_load(source, env):
+    """Run ``flask load source`` for the database named in ``env``; its seconds."""
+    return measured_load(source, env)["seconds"]
+
+
+def measured_load(source, env):
+    """Run ``flask load source``: its seconds and the load process's peak RSS (MB)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(source)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    if process.returncode:
+        raise RuntimeError(f"flask load {source} failed ({process.returncode}): {output}")
+    return {
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "output": output.strip(),
+    }
+
+
+def stop(process):
+    process.terminate()
+    process.wait(timeout=60)
