@@ -5,7 +5,7 @@ as rows of the new catalogue file, with what they refer to handed to the scratch
 import orjson
 
 from .. import tables
-from ..resources import BY_NAME, LOAD_ORDER, stored
+from ..resources import BY_NAME, LOAD_ORDER, storage
 from .files import read_records
 from .reporting import CatalogueError
 from .scratch import Pairs, Scratch, json_text
@@ -60,7 +60,7 @@ class Loader:
         for name in SUMMARISED:
             resource = BY_NAME[name]
             for record in self.scratch.from_summaries(name):
-                self.builder.queue(resource.table, stored.row(resource, record))
+                self.builder.queue(resource.table, storage.row(resource, record))
             counts[name] = self.scratch.count(name)
         self._resolve()
         return counts
@@ -70,7 +70,7 @@ class Loader:
     def _accept(self, resource, record, where):
         """Write ``record``'s row and the lists it owns, as its resource declares them,
         then hand the relations it gives from one side to the method for its resource."""
-        self.builder.queue(resource.table, stored.row(resource, record))
+        self.builder.queue(resource.table, storage.row(resource, record))
         for owned in resource.owns:
             self._write_owned(owned, record["id"], record[owned.field], where)
         relations = getattr(self, f"_relations_{resource.name}", None)

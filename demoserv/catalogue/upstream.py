@@ -540,7 +540,7 @@ def _productions(connection):
 
 
 def _fill_declared(connection, declared):
-    """A resource's tables filled as its declaration says (``stored.Upstream``)."""
+    """A resource's tables filled as its declaration says (``storage.Upstream``)."""
     tags = _tags(connection, *declared.tags) if declared.tags else None
     for fill in declared.fills:
         expressions = ", ".join(

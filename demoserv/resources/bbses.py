@@ -3,7 +3,7 @@
 from marshmallow import Schema, fields
 
 from .. import filters, records, tables
-from . import stored
+from . import storage
 from .declaration import Resource, owned_rows
 from .summaries import (
     NAMED_DETAIL_HEAD,
@@ -110,7 +110,7 @@ class BBSes(Resource):
     schema = BBSSchema()
     detail_schema = BBSDetailSchema()
     record_schema = BBSRecord()
-    upstream = stored.Upstream(
+    upstream = storage.Upstream(
         tables={
             "bbs_bbs": {
                 "id": "int",
@@ -140,7 +140,7 @@ class BBSes(Resource):
         required={"bbs_bbs": ("name",)},
         tags=("bbs", "bbs"),
         fills=(
-            stored.Fill(
+            storage.Fill(
                 tables.bbses,
                 {
                     "id": "r.id",
@@ -154,7 +154,7 @@ class BBSes(Resource):
                 },
                 "FROM stage.bbs_bbs r",
             ),
-            stored.Fill(
+            storage.Fill(
                 tables.bbstros,
                 {
                     "bbs_id": "b.bbs_id",
@@ -165,7 +165,7 @@ class BBSes(Resource):
                 "FROM stage.bbs_bbs_bbstros b "
                 "JOIN stage.productions_production p ON p.id = b.production_id",
             ),
-            stored.Fill(
+            storage.Fill(
                 tables.bbs_staff,
                 {
                     "bbs_id": "o.bbs_id",
@@ -176,7 +176,7 @@ class BBSes(Resource):
                 },
                 "FROM stage.bbs_operator o JOIN stage.demoscene_releaser r ON r.id = o.releaser_id",
             ),
-            stored.Fill(
+            storage.Fill(
                 tables.bbs_affiliations,
                 {
                     "bbs_id": "a.bbs_id",
@@ -189,9 +189,9 @@ class BBSes(Resource):
         ),
     )
     owns = (
-        stored.Owned("bbstros", tables.bbstros, reference=("production_id", "productions")),
-        stored.Owned("staff", tables.bbs_staff, references={"releaser": "releasers"}),
-        stored.Owned("affiliations", tables.bbs_affiliations, references={"group": "releasers"}),
+        storage.Owned("bbstros", tables.bbstros, reference=("production_id", "productions")),
+        storage.Owned("staff", tables.bbs_staff, references={"releaser": "releasers"}),
+        storage.Owned("affiliations", tables.bbs_affiliations, references={"group": "releasers"}),
     )
 
     def complete_detail(self, build, rows):

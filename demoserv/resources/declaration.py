@@ -6,7 +6,7 @@ records beyond their own row (``catalogue/build.py`` calls ``complete`` and
 from sqlalchemy import bindparam, select
 
 from .. import ordering
-from . import stored
+from . import storage
 from .answers import Serving
 
 IDS = bindparam("ids", expanding=True)  # the records of one IN (...) query
@@ -38,11 +38,11 @@ class Resource(Serving):
     detail_schema = None  # defaults to the list record
     record_schema = None  # a line of its catalogue file
     detail_needs = frozenset()  # resources whose list records its detail records nest
-    # How its records are stored at load (see stored.py): columns derived from fields,
+    # How its records are stored at load (see storage.py): columns derived from fields,
     # and the nested lists stored as rows of their own tables.
-    derived_columns = stored.NAME_KEY
+    derived_columns = storage.NAME_KEY
     owns = ()
-    # How the upstream's export fills its tables, if the import does not (stored.Upstream).
+    # How the upstream's export fills its tables, if the import does not (storage.Upstream).
     upstream = None
     # Fields of its record schema that are one side of a relation shown from both sides
     # and written, in an export, by the other side's records.

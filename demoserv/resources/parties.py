@@ -4,7 +4,7 @@ releases and competitions."""
 from marshmallow import Schema, fields
 
 from .. import filters, records, tables
-from . import stored
+from . import storage
 from .declaration import Resource, owned_rows
 from .summaries import (
     NAMED_DETAIL_HEAD,
@@ -154,8 +154,8 @@ class Parties(Resource):
     schema = PartySchema()
     detail_schema = PartyDetailSchema()
     record_schema = PartyRecord()
-    derived_columns = {**stored.NAME_KEY, **stored.date_keys("start_date", "end_date")}
-    owns = (stored.Owned("external_links", tables.party_links),)
+    derived_columns = {**storage.NAME_KEY, **storage.date_keys("start_date", "end_date")}
+    owns = (storage.Owned("external_links", tables.party_links),)
 
     def complete_detail(self, build, rows):
         by_id = {}

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from .. import filters, records, tables
 from ..shared import sortable_title
-from . import stored
+from . import storage
 from .declaration import IDS, Resource, owned_rows
 from .summaries import LinkSchema, NickSchema, PartySchema, ProductionSchema, nested_list
 
@@ -289,23 +289,23 @@ class Productions(Resource):
     record_schema = ProductionRecord()
     written_by_other_side = ("release_parties", "invitation_parties", "competition_placings")
     derived_columns = {
-        **stored.TIMESTAMPS,
+        **storage.TIMESTAMPS,
         "sortable_title": ("title", sortable_title),
         "title_key": ("title", str.lower),
-        **stored.date_keys("release_date"),
+        **storage.date_keys("release_date"),
         # A screenshot counts once it has a thumbnail, as upstream.
         "has_screenshot": ("screenshots", lambda shots: any(s["thumbnail_url"] for s in shots)),
     }
     owns = (
-        stored.Owned(
+        storage.Owned(
             "platforms", tables.production_platforms, reference=("platform_id", "platforms")
         ),
-        stored.Owned(
+        storage.Owned(
             "types",
             tables.production_type_links,
             reference=("production_type_id", "production_types"),
         ),
-        stored.Owned("screenshots", tables.screenshots),
+        storage.Owned("screenshots", tables.screenshots),
     )
 
     def search_statement(self):

@@ -9,7 +9,7 @@ from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import site_url
 from ..rendering import last_arg
-from . import stored
+from . import storage
 from .answers import (
     RECORD_ID,
     add_view,
@@ -148,10 +148,10 @@ class Releasers(Resource):
     detail_schema = ReleaserDetailSchema()
     record_schema = ReleaserRecord()
     written_by_other_side = ("members", "subgroups")
-    derived_columns = {**stored.NAME_KEY, **stored.TIMESTAMPS}
+    derived_columns = {**storage.NAME_KEY, **storage.TIMESTAMPS}
     owns = (
-        stored.Owned("nicks", tables.releaser_nicks),
-        stored.Owned("external_links", tables.releaser_links),
+        storage.Owned("nicks", tables.releaser_nicks),
+        storage.Owned("external_links", tables.releaser_links),
     )
 
     def complete_detail(self, build, rows):
