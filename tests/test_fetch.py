@@ -24,6 +24,8 @@ from demoserv import create_app
 from demoserv.catalogue import fetch, install, load_catalogue, provenance
 from demoserv.catalogue.cli import DownloadBar
 
+from .terminal import run_on_a_terminal
+
 SAMPLE = Path(__file__).parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 ETAG = '"export-1"'
 LAST_MODIFIED = "Sun, 22 Nov 2026 02:41:07 GMT"
@@ -607,31 +609,14 @@ def test_the_status_answer_shows_no_query_string(from_url, tmp_path):
 def test_a_download_on_a_terminal_draws_a_bar(from_url, server, tmp_path):
     """On a pseudo-terminal: the bar (bytes of the total, rate, time left), then the
     summary lines."""
-    import pty
-
     target = served_copy(tmp_path, from_url[0])
-    main, terminal = pty.openpty()
     env = dict(os.environ, DEMOSERV_DATABASE=str(target), DEMOSERV_SEED_DIR="")
     # Another address of the export served: downloaded, then found the same.
     url = server.url.replace("demozoo-export", "copy")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", url],
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
+    status, output = run_on_a_terminal(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", url], env
     )
-    os.close(terminal)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.close(main)
-    assert process.wait(timeout=60) == 0, output
+    assert status == 0, output
     text = output.decode()
     assert "[##############################] 342.8 kB of 342.8 kB, " in text
     assert "/s, 0:00 left" in text

@@ -15,6 +15,7 @@ from demoserv.db import read_only_engine
 
 from . import oracle
 from .conftest import walk
+from .terminal import run_on_a_terminal
 
 PRODUCTION = {
     "id": 1,
@@ -497,30 +498,13 @@ def test_cli_load_and_export(app, tmp_path, catalogue_dir):
 def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
     """``flask load`` with its output on a pseudo-terminal draws a bar per file."""
     import os
-    import pty
-    import subprocess
     import sys
 
-    main, terminal = pty.openpty()
     env = dict(os.environ, DEMOSERV_DATABASE=str(tmp_path / "db.sqlite3"), DEMOSERV_SEED_DIR="")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue_dir)],
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
+    status, output = run_on_a_terminal(
+        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(catalogue_dir)], env
     )
-    os.close(terminal)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.close(main)
-    assert process.wait(timeout=60) == 0, output
+    assert status == 0, output
     text = output.decode()
     assert "productions.jsonl" in text and "260 records, " in text and "/s" in text
     assert "100%" in text
