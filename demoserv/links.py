@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from flask import current_app, request
 
 from .rendering import API_PREFIX, response_format
-from .stored import MARKERS, LinkStyle, resolver  # noqa: F401 (MARKERS: for the build)
+from .stored import LinkStyle, resolver
 
 _style = ContextVar("demoserv_link_style", default=None)
 

@@ -8,7 +8,7 @@ import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
-from demoserv import links
+from demoserv import links, stored
 from demoserv.catalogue import build, load_catalogue
 from demoserv.catalogue.build import ReadModels
 from demoserv.db import get_database
@@ -114,7 +114,7 @@ def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table)
                 ]
                 resource.complete(build, rows)
                 resource.complete_detail(build, rows)
-        token = links.use_style(links.MARKERS)
+        token = links.use_style(stored.MARKERS)
         try:
             for schema in (resource.schema, resource.detail_schema):
                 dump = compile_dumper(schema)

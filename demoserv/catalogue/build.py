@@ -16,7 +16,7 @@ from sqlalchemy.schema import CreateTable
 from .. import filters, links, listing, ordering, tables
 from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import Built, compile_dumper
-from ..stored import RecordCodec
+from ..stored import MARKERS, RecordCodec
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
@@ -317,7 +317,7 @@ class ReadModels:
     def build(self):
         """List records of every resource in load order, each resource's details in the
         same pass where what they nest is built by then, the others after."""
-        token = links.use_style(links.MARKERS)
+        token = links.use_style(MARKERS)
         try:
             later = []
             built = self.built = set()  # resources whose list records are all built

@@ -110,7 +110,7 @@ def check_built(path, source):
 
 
 class _Driver:
-    """The sqlite3 connection as db.schema_mismatch reads it."""
+    """The sqlite3 connection as tables.schema_mismatch reads it."""
 
     def __init__(self, connection):
         self.exec_driver_sql = connection.execute
