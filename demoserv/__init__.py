@@ -98,7 +98,7 @@ def create_app(test_config=None, instance_path=None):
 
     errors.init_app(app)
     db.init_app(app)
-    listing.init_app(app)
+    listing.init_app(app, db.database_path(app))
     rendering.init_app(app)
     pipeline.init_app(app)
     for blueprint in BLUEPRINTS:

@@ -1,19 +1,52 @@
 """One JSON line per request on the ``demoserv.access`` logger: method, path, status,
 duration and size, for a log shipper to parse. Server errors are logged with their
-traceback by ``errors``; nothing of them reaches the client."""
+traceback by ``errors``; nothing of them reaches the client.
+
+Requests turned away while new listings are being found for others (503, ``listing``
+marks them ``TURNED_AWAY``) are logged at most one a second: a client that sends new
+listings without pause would otherwise fill the log, and writing it would take the time
+the turn-away saves. The next line logged says how many were left out
+(``"turned_away"``)."""
 
 import json
 import logging
+import threading
 import time
 
 log = logging.getLogger("demoserv.access")
+
+TURNED_AWAY = "demoserv.turned_away"  # in the WSGI environ of a request turned away
+TURNED_AWAY_EVERY = 1.0  # seconds between two logged lines of requests turned away
+
+
+class _LeftOut:
+    """The requests turned away and not logged, since the last line."""
+
+    def __init__(self, clock=time.monotonic):
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._count = 0
+        self._logged_at = None
+
+    def take(self, turned_away):
+        """None if this request is left out of the log; otherwise how many were before it."""
+        with self._lock:
+            if turned_away:
+                now = self._clock()
+                if self._logged_at is not None and now - self._logged_at < TURNED_AWAY_EVERY:
+                    self._count += 1
+                    return None
+                self._logged_at = now
+            count, self._count = self._count, 0
+            return count
 
 
 class AccessLog:
     """WSGI middleware, outermost, so that it sees every answer, refused ones too."""
 
-    def __init__(self, app):
+    def __init__(self, app, clock=time.monotonic):
         self.app = app
+        self.left_out = _LeftOut(clock)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -23,14 +56,15 @@ class AccessLog:
             status["code"] = int(line.split(" ", 1)[0])
             return start_response(line, headers, exc_info)
 
-        return _Logged(self.app(environ, record_start), environ, status, started)
+        return _Logged(self.app(environ, record_start), environ, status, started, self.left_out)
 
 
 class _Logged:
     """The answer's body, counted as the server sends it; logged when it is closed."""
 
-    def __init__(self, body, environ, status, started):
+    def __init__(self, body, environ, status, started, left_out):
         self.body, self.environ, self.status, self.started = body, environ, status, started
+        self.left_out = left_out
         self.size = 0
         self.logged = False
 
@@ -51,22 +85,24 @@ class _Logged:
             self._log()  # for a body never read to its end
 
     def _log(self):
-        if not self.logged:
-            self.logged = True
-            environ = self.environ
-            log.info(
-                json.dumps(
-                    {
-                        "method": environ.get("REQUEST_METHOD", ""),
-                        "path": environ.get("PATH_INFO", ""),
-                        "query": environ.get("QUERY_STRING", "")[:500],
-                        "status": self.status.get("code"),
-                        "ms": round((time.perf_counter() - self.started) * 1000, 2),
-                        "bytes": self.size,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+        if self.logged:
+            return
+        self.logged = True
+        environ = self.environ
+        left_out = self.left_out.take(environ.get(TURNED_AWAY, False))
+        if left_out is None:
+            return
+        line = {
+            "method": environ.get("REQUEST_METHOD", ""),
+            "path": environ.get("PATH_INFO", ""),
+            "query": environ.get("QUERY_STRING", "")[:500],
+            "status": self.status.get("code"),
+            "ms": round((time.perf_counter() - self.started) * 1000, 2),
+            "bytes": self.size,
+        }
+        if left_out:
+            line["turned_away"] = left_out
+        log.info(json.dumps(line, ensure_ascii=False))
 
 
 def configure(app):

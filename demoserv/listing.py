@@ -15,10 +15,12 @@ later pages of a listing cost a slice.
 Finding a new listing takes the CPU for milliseconds to a few hundred; pages already
 found take it for far less. So that clients who ask only for new listings cannot take
 the CPU, or the server's threads, from everyone else, new listings are found one at a
-time in the process (``Turns``, one an app). How many requests may wait for that turn
-depends on what the server can afford: with T threads a process (``SERVER_THREADS``, which
-``demoserv-serve`` sets itself), at most T // 2 - 1 wait, at most ``WAIT_SECONDS``
-each, so that at least half the threads stay free; where the thread count is unknown,
+time in the server (``Turns``, one an app, and ``ServerTurn`` across the processes
+of a server such as gunicorn). How many requests may wait for that turn depends on what
+the server can afford: with T threads a process (``SERVER_THREADS``, which
+``demoserv-serve`` sets itself and waitress's thread names tell), at most T // 2 - 1
+wait, at most ``WAIT_SECONDS`` each, so that at least half the threads stay free; a
+request whose turn another process holds does not wait; where the thread count is unknown,
 or the server runs one request at a time (``wsgi.multithread`` false), none waits. A
 request that may not wait is answered at once with 503 and ``Retry-After`` (``Busy``).
 While others want turns, finding listings takes at most ``LISTING_SHARE`` of the time;
@@ -26,7 +28,11 @@ in a process that runs one request at a time, whose waiting clients it cannot se
 always. Pages of listings already found never wait.
 """
 
+import fcntl
 import functools
+import logging
+import os
+import struct
 import threading
 import time
 from collections import OrderedDict
@@ -37,6 +43,7 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from . import tables
+from .access_log import TURNED_AWAY
 from .errors import json_error
 from .shared import search_fold
 
@@ -51,10 +58,69 @@ TEXT_SEPARATOR = b"\n"
 TEXT_BLOCK = 8
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
+TURN_SUFFIX = ".turn"  # beside the served file: the turn of the server's processes
+
+log = logging.getLogger(__name__)
 
 
 class Busy(Exception):
     """New listings are being found for other requests; retry in a second."""
+
+
+class ServerTurn:
+    """The turn across a server's processes (gunicorn's workers, each with its app): an
+    advisory lock on a file beside the served database, which also holds when the next
+    turn may start (a ``time.monotonic`` time, the same clock in every process). Without
+    it, each worker would find a listing at once, and a sync worker finding one serves
+    nobody else meanwhile. The file is opened anew in each process, so that workers
+    forked from an app made before (gunicorn's ``--preload``) do not share one lock."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd, self._pid = None, None
+
+    @classmethod
+    def beside(cls, database):
+        """The turn of the server that serves ``database``; None if no file can be made
+        there (a read-only folder: each process then has its own turn)."""
+        turn = cls(f"{database}{TURN_SUFFIX}")
+        try:
+            turn._file()
+        except OSError as error:
+            log.warning("new listings are found one at a time a process: %s", error)
+            return None
+        return turn
+
+    def _file(self):
+        if self._pid != os.getpid():
+            self._fd, self._pid = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), os.getpid()
+        return self._fd
+
+    def acquire(self):
+        """Take the turn if no other process holds it."""
+        try:
+            fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def release(self):
+        fcntl.flock(self._file(), fcntl.LOCK_UN)
+
+    @property
+    def free_at(self):
+        stored = os.pread(self._file(), 8, 0)
+        return struct.unpack("d", stored)[0] if len(stored) == 8 else 0.0
+
+    @free_at.setter
+    def free_at(self, when):
+        os.pwrite(self._file(), struct.pack("d", when), 0)
+
+
+class _LocalTime:
+    """When the next turn may start, where the process alone decides it."""
+
+    free_at = 0.0
 
 
 class Turns:
@@ -72,14 +138,16 @@ class Turns:
     wait outside the process, so the rest follows every turn. A client asking for new
     listings one after the other, alone, in a threaded server, never waits."""
 
-    def __init__(self, threads=None, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, threads=None, clock=time.monotonic, sleep=time.sleep, server=None):
         self.threads = threads
         self._turn = threading.Lock()
         self._guard = threading.Lock()
         self._waiting = 0
         self._turned_away = 0  # since the last turn ended
         self._clock, self._sleep = clock, sleep
-        self._free_at = 0.0  # when the next turn may start
+        # The turn across the server's processes (a ServerTurn), or this process's time.
+        self._server = server
+        self._time = server or _LocalTime()
 
     def waiters(self, multithread=True):
         """How many requests may wait for a turn at once."""
@@ -101,8 +169,20 @@ class Turns:
             with self._guard:
                 wanted = self._waiting > 0 or self._turned_away > 0 or not multithread
                 self._turned_away = 0
-            self._free_at = ended + (ended - started) * (1 / LISTING_SHARE - 1) if wanted else 0
-            self._turn.release()
+            self._time.free_at = (
+                ended + (ended - started) * (1 / LISTING_SHARE - 1) if wanted else 0
+            )
+            self._give_back()
+
+    def _give_back(self):
+        if self._server is not None:
+            self._server.release()
+        self._turn.release()
+
+    def _turn_away(self):
+        with self._guard:
+            self._turned_away += 1
+        raise Busy
 
     def _take(self, waiters):
         if not self._turn.acquire(blocking=False):
@@ -117,24 +197,26 @@ class Turns:
             finally:
                 with self._guard:
                     self._waiting -= 1
-        rest = self._free_at - self._clock()
+        if self._server is not None and not self._server.acquire():
+            self._turn.release()  # another process is finding a listing
+            self._turn_away()
+        rest = self._time.free_at - self._clock()
         if rest > 0:
             if not waiters:  # no thread may be held, not even to rest
-                with self._guard:
-                    self._turned_away += 1
-                self._turn.release()
-                raise Busy
+                self._give_back()
+                self._turn_away()
             self._sleep(rest)
 
 
-def init_app(app):
-    """The app's turns, for ``SERVER_THREADS`` threads (None: unknown)."""
+def init_app(app, database):
+    """The app's turns, for ``SERVER_THREADS`` threads (None: unknown), shared with the
+    other processes of its server that serve ``database``."""
     threads = app.config["SERVER_THREADS"]
     if threads in (None, ""):
         threads = None
     elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"SERVER_THREADS is {threads!r}: expected a number of threads")
-    app.extensions["demoserv.turns"] = Turns(threads)
+    app.extensions["demoserv.turns"] = Turns(threads, server=ServerTurn.beside(database))
     app.register_error_handler(Busy, _handle_busy)
 
 
@@ -143,6 +225,7 @@ def _handle_busy(error):
         503, "New listings are being found for other clients; try again in a second."
     )
     response.headers["Retry-After"] = "1"
+    request.environ[TURNED_AWAY] = True  # logged at most one a second (access_log)
     return response, status
 
 
@@ -151,11 +234,23 @@ def serve_with_threads(app, threads):
     app.extensions["demoserv.turns"].threads = threads
 
 
+def waitress_threads():
+    """The threads waitress runs requests on, counted by their names (``waitress-N``),
+    when the current request runs on one of them; otherwise None (unknown)."""
+    if not threading.current_thread().name.startswith("waitress-"):
+        return None
+    return sum(thread.name.startswith("waitress-") for thread in threading.enumerate())
+
+
 def turn():
     """The current app's turn to find a new listing, for the current request:
-    ``with turn(): ...`` raises Busy when it cannot be had."""
+    ``with turn(): ...`` raises Busy when it cannot be had. Under ``waitress-serve``,
+    the app learns the server's threads from the server itself."""
     turns = current_app.extensions["demoserv.turns"]
-    return turns.turn(request.environ.get("wsgi.multithread", False))
+    multithread = request.environ.get("wsgi.multithread", False)
+    if turns.threads is None and multithread:
+        turns.threads = waitress_threads()
+    return turns.turn(multithread)
 
 
 def _size(ids):

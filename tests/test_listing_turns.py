@@ -3,9 +3,15 @@ the server can afford: with N threads, at most N // 2 - 1 requests wait; where t
 thread count is unknown, or the server runs one request at a time, none does (a quick
 503 instead). Readers of single-key listings and of listings found before never wait."""
 
+import json
+import logging
+import subprocess
+import sys
+import threading
+
 import pytest
 
-from demoserv import create_app, listing, serving
+from demoserv import access_log, create_app, listing, serving
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 FOUND_BEFORE = "/api/v1/productions/?released_since=1993-06"
@@ -228,3 +234,139 @@ def test_in_a_server_of_one_request_at_a_time_every_turn_earns_its_rest():
     with turns.turn(multithread=False):
         pass
     assert clock.slept == []
+
+
+HOLD_THE_TURN = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_one_listing_is_found_at_a_time_across_the_server_processes(tmp_path):
+    """gunicorn's workers each have their app: while one finds a listing, a new listing
+    in another is a 503 at once, even where requests may wait (no thread is held for a
+    turn another process has); its rest is kept across them too."""
+    clock = Clock()
+    database = tmp_path / "catalogue.sqlite3"
+
+    def worker():
+        server = listing.ServerTurn.beside(database)
+        return listing.Turns(16, clock=clock, sleep=clock.sleep, server=server)
+
+    first, second = worker(), worker()
+    with first.turn(multithread=False):
+        with pytest.raises(listing.Busy):
+            second.turn().__enter__()
+        clock.now += 0.2
+    with pytest.raises(listing.Busy):  # the rest that first's turn earned, in second
+        second.turn(multithread=False).__enter__()
+    clock.now += 0.2 * REST + 0.01
+    with second.turn(multithread=False):
+        pass
+    assert clock.slept == []
+    assert second._turn.acquire(blocking=False)  # given back after the 503s
+    second._turn.release()
+
+    # Another process holding the turn (an exclusive lock on the file beside the
+    # database, as a worker finding a listing holds it).
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_TURN, f"{database}{listing.TURN_SUFFIX}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout.readline() == "held\n"
+        with pytest.raises(listing.Busy):
+            first.turn().__enter__()
+        process.stdin.write("\n")
+        process.stdin.flush()
+        assert process.wait(timeout=30) == 0
+    with first.turn():  # the other process has ended: the turn is free
+        pass
+
+
+def test_without_a_folder_to_share_the_turn_in_each_process_has_its_own(tmp_path, caplog):
+    assert listing.ServerTurn.beside(tmp_path / "missing" / "catalogue.sqlite3") is None
+    assert "one at a time a process" in caplog.text
+    turns = listing.Turns(16, server=None)
+    with turns.turn():
+        pass
+
+
+def test_the_app_shares_its_turn_beside_the_served_file(make_app, loaded_database):
+    app = make_app(loaded_database)
+    server = app.extensions["demoserv.turns"]._server
+    assert server.path == f"{loaded_database}{listing.TURN_SUFFIX}"
+
+
+def test_under_waitress_the_app_learns_its_threads_from_the_server(
+    make_app, loaded_database, monkeypatch
+):
+    """waitress-serve cannot tell the app its threads, but names them: with its default
+    4, one request may wait for a turn (with none known, none may)."""
+    app = make_app(loaded_database)
+    turns = app.extensions["demoserv.turns"]
+    assert turns.threads is None
+    release = threading.Event()
+    others = [
+        threading.Thread(target=release.wait, name=f"waitress-{number}") for number in (1, 2, 3)
+    ]
+    answers = []
+
+    def request():
+        answers.append(app.test_client().get(NEW_LISTING, multithread=True).status_code)
+
+    for other in others:
+        other.start()
+    try:
+        served = threading.Thread(target=request, name="waitress-0")
+        served.start()
+        served.join()
+    finally:
+        release.set()
+        for other in others:
+            other.join()
+    assert answers == [200]
+    assert turns.threads == 4 and turns.waiters() == 1
+    outside = make_app(loaded_database)  # not on a waitress thread: still unknown
+    assert outside.test_client().get(NEW_LISTING, multithread=True).status_code == 200
+    assert outside.extensions["demoserv.turns"].threads is None
+
+
+def test_requests_turned_away_are_logged_at_most_one_a_second(
+    make_app, loaded_database, monkeypatch, caplog
+):
+    """A client sending new listings without pause would fill the log: of the requests
+    turned away, one a second is logged, and the next line says how many were not."""
+    monkeypatch.setattr(access_log, "TURNED_AWAY_EVERY", 3600.0)  # all within one "second"
+    caplog.set_level(logging.INFO, logger="demoserv.access")
+    app = make_app(loaded_database)
+    client = app.test_client()
+    under_attack(app, monkeypatch, waiting=0)
+    for day in range(1, 6):
+        assert client.get(f"{NEW_LISTING}&title=x{day}").status_code == 503
+    assert client.get("/api/v1/platforms/").status_code == 200
+    assert client.get("/api/v1/platforms/").status_code == 200
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "demoserv.access"]
+    assert [(line["status"], line.get("turned_away")) for line in lines] == [
+        (503, None),
+        (200, 4),
+        (200, None),
+    ]
+    assert lines[0]["query"].endswith("title=x1")
+
+
+def test_the_first_request_turned_away_after_a_quiet_second_is_logged():
+    clock = Clock()
+    left_out = access_log._LeftOut(clock)
+    assert left_out.take(turned_away=True) == 0
+    assert left_out.take(turned_away=True) is None
+    clock.now += access_log.TURNED_AWAY_EVERY / 2
+    assert left_out.take(turned_away=True) is None
+    assert left_out.take(turned_away=False) == 2  # any request's line counts them
+    clock.now += access_log.TURNED_AWAY_EVERY / 2
+    assert left_out.take(turned_away=True) == 0
+    assert left_out.take(turned_away=True) is None
