@@ -25,7 +25,8 @@ or the server runs one request at a time (``wsgi.multithread`` false), none wait
 request that may not wait is answered at once with 503 and ``Retry-After`` (``Busy``).
 While others want turns, finding listings takes at most ``LISTING_SHARE`` of the time;
 in a process that runs one request at a time, whose waiting clients it cannot see,
-always. Pages of listings already found never wait.
+always, and at most ``ONE_AT_A_TIME_SHARE``: there a turn stops the whole worker.
+Pages of listings already found never wait.
 """
 
 import fcntl
@@ -58,6 +59,7 @@ TEXT_SEPARATOR = b"\n"
 TEXT_BLOCK = 8
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
+ONE_AT_A_TIME_SHARE = 0.1  # the same, in a server that runs one request at a time
 TURN_SUFFIX = ".turn"  # beside the served file: the turn of the server's processes
 
 log = logging.getLogger(__name__)
@@ -169,9 +171,8 @@ class Turns:
             with self._guard:
                 wanted = self._waiting > 0 or self._turned_away > 0 or not multithread
                 self._turned_away = 0
-            self._time.free_at = (
-                ended + (ended - started) * (1 / LISTING_SHARE - 1) if wanted else 0
-            )
+            share = LISTING_SHARE if multithread else ONE_AT_A_TIME_SHARE
+            self._time.free_at = ended + (ended - started) * (1 / share - 1) if wanted else 0
             self._give_back()
 
     def _give_back(self):
