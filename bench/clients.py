@@ -32,6 +32,12 @@ default), ``waitress`` (``waitress-serve`` with README's flags and
 settings), ``gunicorn-sync`` and ``gunicorn-gthread`` (two workers each, on ``wsgi.py``;
 gthread with 4 threads and ``DEMOSERV_SERVER_THREADS``), ``flask`` (``flask run``).
 With ``--search``, the attackers send only new searches and tags.
+
+``--floor`` measures the single reader once more, with the same server serving
+``floor_app.py`` instead: an app that answers the reader's pages with the bytes demoserv
+gave and every never-seen listing with a 503 at once, the least any app could do. Its
+p99 under the attack, over demoserv's idle p99, is the best ratio the server itself
+allows on this machine.
 """
 
 import argparse
@@ -698,6 +704,45 @@ SINGLE_READER_TARGETS = {
 }
 
 
+def floor_answers(base):
+    """The single reader's pages as ``base`` answers them: path to (body, content type)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    answers = {}
+    for path in SINGLE_READER_PATHS:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        answers[path] = (response.read().decode(), response.getheader("Content-Type"))
+    connection.close()
+    return answers
+
+
+def floor(args, env, info, answers, common):
+    """``single_reader`` against ``floor_app.py`` served by ``args.server``."""
+    path = args.work / "floor-answers.json"
+    args.work.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(answers))
+    env = dict(env, DEMOSERV_FLOOR_ANSWERS=str(path.resolve()))
+    process, base = start_server(args.server, env, args.threads, app="floor_app:app")
+    try:
+        return single_reader(base, info, **dict(common, never_seen=NeverSeen(info, seed=3)))
+    finally:
+        stop(process)
+
+
+def floor_line(results):
+    """The reader's p99 under attack over demoserv's idle p99: demoserv's and the
+    floor app's."""
+    idle, parts = results["single_reader"]["idle"], []
+    for path in SINGLE_READER_PATHS:
+        best = results["floor"]["attack"][path]["p99_ms"] / idle[path]["p99_ms"]
+        parts.append(
+            f"{path} {results['single_reader']['p99_ratio'][path]:.2f}x "
+            f"(floor_app.py under the same attack: {best:.2f}x)"
+        )
+    return "Under attack over demoserv's idle p99: " + "; ".join(parts) + "."
+
+
 def attack_main(args):
     """``--attack``: serve one catalogue and run ``single_reader`` and ``attack`` on it;
     exit status 1 when a reader's p99 grows past its target."""
@@ -733,12 +778,20 @@ def attack_main(args):
                 flush=True,
             )
             results[name] = measure(base, info, **common, **more)
+        answers = floor_answers(base) if args.floor else None
     finally:
         stop(process)
     args.work.mkdir(parents=True, exist_ok=True)
+    if answers is not None:
+        print(f"the same reader and attack, {args.server} serving floor_app.py ...", flush=True)
+        results["floor"] = floor(args, env, info, answers, common)
     (args.work / f"attack-results-{args.server}.json").write_text(json.dumps(results, indent=2))
+    if "floor" in results:
+        print(single_reader_table(results["floor"], f"{args.server}, floor_app.py") + "\n")
     if "single_reader" in results:
         print(single_reader_table(results["single_reader"], args.server))
+        if "floor" in results:
+            print(floor_line(results))
         target = SINGLE_READER_TARGETS.get(args.server)
         worst = max(results["single_reader"]["p99_ratio"].values())
         if target is not None:
@@ -776,6 +829,11 @@ def main():
         "--server", choices=SERVERS, default="demoserv-serve", help="the server to measure"
     )
     parser.add_argument("--attackers", type=int, default=8)
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="with --attack: also the single reader against floor_app.py on the same server",
+    )
     parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument("--think", type=float, default=0.01, help="readers' pause, seconds")
     parser.add_argument(

@@ -22,27 +22,34 @@ GUNICORN_LISTENING = r"Listening at: (http://127\.0\.0\.1:[0-9]+)"
 FLASK_RUNNING = r"Running on (http://127\.0\.0\.1:[0-9]+)"
 
 
-def start_server(kind, env, threads=None):
+def start_server(kind, env, threads=None, app=None):
     """Serve the catalogue of ``env`` with the server ``kind`` (one of SERVERS) on a
-    free loopback port, as README runs it: (process, base URL)."""
+    free loopback port, as README runs it: (process, base URL). ``app``, a WSGI app of
+    bench/ (``module:name``), is served instead of demoserv, with the same server and
+    settings (``demoserv-serve``: waitress with its settings, README's flags)."""
     python = sys.executable
     waitress = [python, "-m", "waitress", "--listen=127.0.0.1:0"]
     gunicorn = [python, "-m", "gunicorn", "--bind=127.0.0.1:0", "--workers=2"]
     gunicorn.append(f"--chdir={REPOSITORY}")
+    serving, wsgi = ["--call", "demoserv:serving_app"], "wsgi:app"
+    if app is not None:
+        if kind == "flask":
+            raise ValueError("flask run serves only demoserv")
+        env = dict(env, PYTHONPATH=str(Path(__file__).resolve().parent))
+        serving, wsgi = [app], app
+        kind = "waitress" if kind == "demoserv-serve" else kind
     if kind == "demoserv-serve":
         return start_demoserv(env, threads)
     if kind == "waitress":
         env = dict(env, DEMOSERV_SERVER_THREADS="16")
-        return start(
-            [*waitress, *WAITRESS_FLAGS, "--call", "demoserv:serving_app"], env, SERVING_ON
-        )
+        return start([*waitress, *WAITRESS_FLAGS, *serving], env, SERVING_ON)
     if kind == "waitress-defaults":
-        return start([*waitress, "--call", "demoserv:serving_app"], env, SERVING_ON)
+        return start([*waitress, *serving], env, SERVING_ON)
     if kind == "gunicorn-sync":
-        return start([*gunicorn, "wsgi:app"], env, GUNICORN_LISTENING)
+        return start([*gunicorn, wsgi], env, GUNICORN_LISTENING)
     if kind == "gunicorn-gthread":
         env = dict(env, DEMOSERV_SERVER_THREADS="4")
-        command = [*gunicorn, "--worker-class=gthread", "--threads=4", "wsgi:app"]
+        command = [*gunicorn, "--worker-class=gthread", "--threads=4", wsgi]
         return start(command, env, GUNICORN_LISTENING)
     if kind == "flask":
         command = [python, "-m", "flask", "--app", "demoserv", "run", "--port=0"]
