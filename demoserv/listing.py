@@ -37,6 +37,7 @@ import struct
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -60,6 +61,10 @@ TEXT_BLOCK = 8
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
 ONE_AT_A_TIME_SHARE = 0.1  # the same, in a server that runs one request at a time
+# How much lower than the process's own the CPU priority (nice) of the thread new
+# listings are found on is: readers' threads take a core from it at once, yet it keeps
+# about a tenth of a busy core (Linux's weights for nice 0 and 10: 1024 against 110).
+FINDER_NICE = 10
 TURN_SUFFIX = ".turn"  # beside the served file: the turn of the server's processes
 
 log = logging.getLogger(__name__)
@@ -514,6 +519,43 @@ class _Texts:
         return found
 
 
+class Finder:
+    """The thread of the process that new listings are found on, at a lower CPU priority
+    (``FINDER_NICE``): finding one keeps a core busy for milliseconds to a few hundred,
+    and on a machine of few cores the threads serving other requests would otherwise
+    wait for a core behind it. The request whose listing it finds waits without using
+    the CPU; turns keep it to one listing at a time. Made anew in a forked process."""
+
+    def __init__(self):
+        self._executor, self._pid = None, None
+        self._lock = threading.Lock()
+
+    def run(self, function, *args):
+        """``function(*args)`` on the finder thread: its result, or its exception."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="demoserv-finder", initializer=_lowest
+                )
+                self._pid = os.getpid()
+            executor = self._executor
+        return executor.submit(function, *args).result()
+
+
+def _lowest():
+    """The calling thread FINDER_NICE steps below the process's CPU priority (Linux: a
+    thread has a nice of its own), 19 at most."""
+    thread = threading.get_native_id()
+    try:
+        nice = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + FINDER_NICE)
+        os.setpriority(os.PRIO_PROCESS, thread, nice)
+    except OSError as error:  # not allowed here: it runs at the process's priority
+        log.warning("new listings are found at the server's CPU priority: %s", error)
+
+
+FINDER = Finder()
+
+
 class Listings:
     """The listings of one served file: its columns, read on first use, and the listings
     found, within CACHE_BYTES. The cache is segmented: a listing found enters on
@@ -585,17 +627,20 @@ class Listings:
                 found = self._find(key)
             if found is not None:
                 return found
-            columns = self.columns(connection, resource)
-            mask = None
-            for item, value in conditions.items:
-                part = item.mask(columns, value, connection, resource.table)
-                mask = part if mask is None else mask & part
-            found = columns.ids[columns.order(ordering, mask)]
+            found = FINDER.run(self._found_anew, connection, resource, ordering, conditions)
         with self._lock:
             if self._find(key) is None:
                 self._put("probation", key, found)
                 self._evict()
         return found
+
+    def _found_anew(self, connection, resource, ordering, conditions):
+        columns = self.columns(connection, resource)
+        mask = None
+        for item, value in conditions.items:
+            part = item.mask(columns, value, connection, resource.table)
+            mask = part if mask is None else mask & part
+        return columns.ids[columns.order(ordering, mask)]
 
     @property
     def kept(self):

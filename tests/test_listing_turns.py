@@ -5,6 +5,7 @@ thread count is unknown, or the server runs one request at a time, none does (a 
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -375,3 +376,38 @@ def test_the_first_request_turned_away_after_a_quiet_second_is_logged():
     clock.now += access_log.TURNED_AWAY_EVERY / 2
     assert left_out.take(turned_away=True) == 0
     assert left_out.take(turned_away=True) is None
+
+
+def test_new_listings_are_found_on_a_thread_of_lower_cpu_priority(
+    make_app, loaded_database, monkeypatch
+):
+    """So that the threads serving pages already found take a core from it at once."""
+    seen = []
+    order = listing.Columns.order
+
+    def spied(self, *args):
+        thread = threading.current_thread()
+        seen.append((thread.name, os.getpriority(os.PRIO_PROCESS, thread.native_id)))
+        return order(self, *args)
+
+    monkeypatch.setattr(listing.Columns, "order", spied)
+    client = make_app(loaded_database).test_client()
+    assert client.get(NEW_LISTING).status_code == 200
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    [(name, nice)] = seen
+    assert name.startswith("demoserv-finder")
+    assert nice == min(19, own + listing.FINDER_NICE)
+    assert client.get(NEW_LISTING + "&page=1").status_code == 200  # found before: kept
+    assert len(seen) == 1
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+
+
+def test_the_finder_gives_back_results_and_errors_and_is_made_anew_after_a_fork(monkeypatch):
+    finder = listing.Finder()
+    assert finder.run(pow, 2, 10) == 1024
+    with pytest.raises(ZeroDivisionError):
+        finder.run(divmod, 1, 0)
+    first = finder.run(threading.get_ident)
+    assert first != threading.get_ident() and finder.run(threading.get_ident) == first
+    monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a process forked since
+    assert finder.run(threading.get_ident) != first
