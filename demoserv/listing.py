@@ -79,49 +79,55 @@ class ServerTurn:
     advisory lock on a file beside the served database, which also holds when the next
     turn may start (a ``time.monotonic`` time, the same clock in every process). Without
     it, each worker would find a listing at once, and a sync worker finding one serves
-    nobody else meanwhile. The file is opened anew in each process, so that workers
-    forked from an app made before (gunicorn's ``--preload``) do not share one lock."""
+    nobody else meanwhile. The file is made at the first turn (a command that serves
+    nothing makes none) and opened anew in each process, so that workers forked from an
+    app made before (gunicorn's ``--preload``) do not share one lock. Where it cannot be
+    made (a read-only folder), the process keeps the turn to itself, and says so once."""
 
     def __init__(self, path):
         self.path = path
         self._fd, self._pid = None, None
-
-    @classmethod
-    def beside(cls, database):
-        """The turn of the server that serves ``database``; None if no file can be made
-        there (a read-only folder: each process then has its own turn)."""
-        turn = cls(f"{database}{TURN_SUFFIX}")
-        try:
-            turn._file()
-        except OSError as error:
-            log.warning("new listings are found one at a time a process: %s", error)
-            return None
-        return turn
+        self._free_at = 0.0  # without the file
 
     def _file(self):
+        """The file's descriptor in this process; None if it cannot be made."""
         if self._pid != os.getpid():
-            self._fd, self._pid = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), os.getpid()
+            self._pid = os.getpid()
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as error:
+                self._fd = None
+                log.warning("new listings are found one at a time a process: %s", error)
         return self._fd
 
     def acquire(self):
         """Take the turn if no other process holds it."""
+        descriptor = self._file()
+        if descriptor is None:
+            return True
         try:
-            fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         return True
 
     def release(self):
-        fcntl.flock(self._file(), fcntl.LOCK_UN)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     @property
     def free_at(self):
-        stored = os.pread(self._file(), 8, 0)
+        if self._fd is None:
+            return self._free_at
+        stored = os.pread(self._fd, 8, 0)
         return struct.unpack("d", stored)[0] if len(stored) == 8 else 0.0
 
     @free_at.setter
     def free_at(self, when):
-        os.pwrite(self._file(), struct.pack("d", when), 0)
+        if self._fd is None:
+            self._free_at = when
+        else:
+            os.pwrite(self._fd, struct.pack("d", when), 0)
 
 
 class _LocalTime:
@@ -222,7 +228,7 @@ def init_app(app, database):
         threads = None
     elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"SERVER_THREADS is {threads!r}: expected a number of threads")
-    app.extensions["demoserv.turns"] = Turns(threads, server=ServerTurn.beside(database))
+    app.extensions["demoserv.turns"] = Turns(threads, server=ServerTurn(f"{database}{TURN_SUFFIX}"))
     app.register_error_handler(Busy, _handle_busy)
 
 

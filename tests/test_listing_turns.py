@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from demoserv import access_log, create_app, listing, serving
+from demoserv.catalogue import load_catalogue
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 FOUND_BEFORE = "/api/v1/productions/?released_since=1993-06"
@@ -259,7 +260,7 @@ def test_one_listing_is_found_at_a_time_across_the_server_processes(tmp_path):
     database = tmp_path / "catalogue.sqlite3"
 
     def worker():
-        server = listing.ServerTurn.beside(database)
+        server = listing.ServerTurn(f"{database}{listing.TURN_SUFFIX}")
         return listing.Turns(16, clock=clock, sleep=clock.sleep, server=server)
 
     first, second = worker(), worker()
@@ -295,17 +296,33 @@ def test_one_listing_is_found_at_a_time_across_the_server_processes(tmp_path):
 
 
 def test_without_a_folder_to_share_the_turn_in_each_process_has_its_own(tmp_path, caplog):
-    assert listing.ServerTurn.beside(tmp_path / "missing" / "catalogue.sqlite3") is None
-    assert "one at a time a process" in caplog.text
-    turns = listing.Turns(16, server=None)
-    with turns.turn():
+    clock = Clock()
+    server = listing.ServerTurn(tmp_path / "missing" / "catalogue.sqlite3.turn")
+    turns = listing.Turns(16, clock=clock, sleep=clock.sleep, server=server)
+    with turns.turn(multithread=False):
+        clock.now += 0.2
+    assert caplog.text.count("one at a time a process") == 1
+    with pytest.raises(listing.Busy):  # the rest is kept in the process
+        turns.turn(multithread=False).__enter__()
+    clock.now += 0.2 * ONE_AT_A_TIME_REST + 0.01
+    with turns.turn(multithread=False):
         pass
+    assert caplog.text.count("one at a time a process") == 1  # said once
 
 
-def test_the_app_shares_its_turn_beside_the_served_file(make_app, loaded_database):
-    app = make_app(loaded_database)
-    server = app.extensions["demoserv.turns"]._server
-    assert server.path == f"{loaded_database}{listing.TURN_SUFFIX}"
+def test_the_app_shares_its_turn_beside_the_served_file_made_at_the_first_turn(
+    make_app, catalogue_dir, tmp_path
+):
+    database = tmp_path / "catalogue.sqlite3"
+    load_catalogue(catalogue_dir, database)
+    app = make_app(database)
+    turn_file = tmp_path / f"catalogue.sqlite3{listing.TURN_SUFFIX}"
+    assert app.extensions["demoserv.turns"]._server.path == str(turn_file)
+    client = app.test_client()
+    assert client.get("/api/v1/platforms/").status_code == 200
+    assert not turn_file.exists()  # nothing asked for a turn yet
+    assert client.get(NEW_LISTING).status_code == 200
+    assert turn_file.exists()
 
 
 def test_under_waitress_the_app_learns_its_threads_from_the_server(
