@@ -37,7 +37,6 @@ class PartySeries(Resource):
     schema = PartySeriesSchema()
     detail_schema = PartySeriesDetailSchema()
     record_schema = PartySeriesRecord()
-    written_by_other_side = ("parties",)
 
     def complete_detail(self, build, rows):
         by_id = {row["id"]: row for row in rows}

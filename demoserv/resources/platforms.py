@@ -16,6 +16,7 @@ class Platforms(Resource):
     )
     schema = PlatformSchema()
     record_schema = records.PlatformRecord()
+    summarised = True  # a production's or competition's summary may create one
     paged = False
 
 

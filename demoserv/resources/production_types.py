@@ -17,6 +17,7 @@ class ProductionTypes(Resource):
     )
     schema = ProductionTypeSchema()
     record_schema = records.ProductionTypeRecord()
+    summarised = True  # a production's or competition's summary may create one
 
 
 resource = ProductionTypes()

@@ -287,7 +287,6 @@ class Productions(Resource):
     schema = ProductionSchema()
     detail_schema = ProductionDetailSchema()
     record_schema = ProductionRecord()
-    written_by_other_side = ("release_parties", "invitation_parties", "competition_placings")
     derived_columns = {
         **storage.TIMESTAMPS,
         "sortable_title": ("title", sortable_title),
@@ -306,6 +305,23 @@ class Productions(Resource):
             reference=("production_type_id", "production_types"),
         ),
         storage.Owned("screenshots", tables.screenshots),
+        storage.Owned(
+            "author_nicks", tables.production_nicks, nick="", constant={"role": "author"}
+        ),
+        storage.Owned(
+            "author_affiliation_nicks",
+            tables.production_nicks,
+            nick="",
+            constant={"role": "affiliation"},
+        ),
+        storage.Owned("credits", tables.credits, nick="nick"),
+        storage.Owned("download_links", tables.production_links, constant={"is_download": True}),
+        storage.Owned(
+            "external_links",
+            tables.production_links,
+            constant={"is_download": False},
+            after="download_links",
+        ),
     )
 
     def search_statement(self):

@@ -147,11 +147,24 @@ class Releasers(Resource):
     schema = ReleaserSchema()
     detail_schema = ReleaserDetailSchema()
     record_schema = ReleaserRecord()
-    written_by_other_side = ("members", "subgroups")
+    summarised = True  # a nick's releaser summary may create one
     derived_columns = {**storage.NAME_KEY, **storage.TIMESTAMPS}
     owns = (
         storage.Owned("nicks", tables.releaser_nicks),
         storage.Owned("external_links", tables.releaser_links),
+    )
+    relations = (
+        storage.Both(
+            tables.memberships,
+            storage.Side("releasers", (("member_of", "group"),), "member_id", "member_position"),
+            storage.Side(
+                "releasers",
+                (("members", "member"), ("subgroups", "subgroup")),
+                "group_id",
+                "group_position",
+            ),
+            names=("member", "group"),
+        ),
     )
 
     def complete_detail(self, build, rows):
