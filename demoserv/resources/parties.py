@@ -218,6 +218,150 @@ def _give_placings(loader, record, where, give):
     give(record["id"], where, placings)
 
 
+def _dated(column):
+    return f"partial_date({column}_date, {column}_precision)"
+
+
+def _in_title_and_name_order(link, source):
+    """A party's releases or invitations from the export: a party's by the productions'
+    sortable titles, a production's by the parties' names."""
+    return storage.Fill(
+        link,
+        {
+            "party_id": "l.party_id",
+            "production_id": "l.production_id",
+            "party_position": "row_number() OVER (PARTITION BY l.party_id "
+            "ORDER BY p.sortable_title, l.line)",
+            "production_position": "row_number() OVER (PARTITION BY l.production_id "
+            "ORDER BY y.name, l.line)",
+        },
+        f"FROM stage.{source} l "
+        "JOIN stage.productions_production p ON p.id = l.production_id "
+        "JOIN stage.parties_party y ON y.id = l.party_id WHERE true ON CONFLICT DO NOTHING",
+    )
+
+
+UPSTREAM = storage.Upstream(
+    tables={
+        "parties_party": {
+            "id": "int",
+            "name": "text",
+            "tagline": "text",
+            "start_date_date": "date",
+            "start_date_precision": "text",
+            "end_date_date": "date",
+            "end_date_precision": "text",
+            "is_online": "bool",
+            "location": "text",
+            "country_code": "text",
+            "latitude": "float",
+            "longitude": "float",
+            "website": "text",
+            "party_series_id": "int",
+        },
+        "parties_party_releases": {"party_id": "int", "production_id": "int"},
+        "parties_party_invitations": {"party_id": "int", "production_id": "int"},
+        "parties_competition": {
+            "id": "int",
+            "name": "text",
+            "shown_date_date": "date",
+            "shown_date_precision": "text",
+            "party_id": "int",
+            "platform_id": "int",
+            "production_type_id": "int",
+        },
+        "parties_competitionplacing": {
+            "ranking": "text",
+            "position": "int",
+            "score": "text",
+            "competition_id": "int",
+            "production_id": "int",
+        },
+        "parties_partyexternallink": {"link_class": "text", "parameter": "text", "party_id": "int"},
+    },
+    foreign_keys=(
+        ("parties_party", "party_series_id", "parties_partyseries"),
+        ("parties_party_releases", "party_id", "parties_party"),
+        ("parties_party_releases", "production_id", "productions_production"),
+        ("parties_party_invitations", "party_id", "parties_party"),
+        ("parties_party_invitations", "production_id", "productions_production"),
+        ("parties_competition", "party_id", "parties_party"),
+        ("parties_competition", "platform_id", "platforms_platform"),
+        ("parties_competition", "production_type_id", "productions_productiontype"),
+        ("parties_competitionplacing", "competition_id", "parties_competition"),
+        ("parties_competitionplacing", "production_id", "productions_production"),
+        ("parties_partyexternallink", "party_id", "parties_party"),
+    ),
+    required={
+        "parties_party": ("name", "start_date_date", "end_date_date", "is_online"),
+        "parties_competition": ("name", "party_id"),
+    },
+    fills=(
+        storage.Fill(
+            tables.parties,
+            {
+                "id": "id",
+                "name": "name",
+                "tagline": "coalesce(tagline, '')",
+                "start_date": _dated("start_date"),
+                "end_date": _dated("end_date"),
+                "location": "coalesce(location, '')",
+                "is_online": "is_online",
+                "country_code": "coalesce(country_code, '')",
+                "latitude": "latitude",
+                "longitude": "longitude",
+                "website": "coalesce(website, '')",
+                "party_series_id": "party_series_id",
+                # A series' parties by name, as the upstream orders them.
+                "series_position": "CASE WHEN party_series_id IS NULL THEN NULL ELSE "
+                "row_number() OVER (PARTITION BY party_series_id ORDER BY name, line) END",
+                "name_key": "name_key(name)",
+                "start_date_key": f"date_key({_dated('start_date')})",
+                "end_date_key": f"date_key({_dated('end_date')})",
+            },
+            "FROM stage.parties_party",
+            checks=(
+                (
+                    "SELECT r.line FROM main.parties p JOIN stage.parties_party r "
+                    "ON r.id = p.id WHERE p.start_date IS NULL OR p.end_date IS NULL "
+                    "ORDER BY p.id LIMIT 1",
+                    "parties_party:{line}: start_date_precision: not y, m or d",
+                ),
+            ),
+        ),
+        storage.Links(tables.party_links, "parties_partyexternallink", "party_id"),
+        storage.Fill(
+            tables.competitions,
+            {
+                "id": "id",
+                "party_id": "party_id",
+                "position": "row_number() OVER (PARTITION BY party_id ORDER BY name, id)",
+                "name": "name",
+                "shown_date": _dated("shown_date"),
+                "platform_id": "platform_id",
+                "production_type_id": "production_type_id",
+            },
+            "FROM stage.parties_competition",
+        ),
+        _in_title_and_name_order(tables.party_releases, "parties_party_releases"),
+        _in_title_and_name_order(tables.party_invitations, "parties_party_invitations"),
+        storage.Fill(
+            tables.placings,
+            {
+                "competition_id": "competition_id",
+                "result_position": "row_number() OVER (PARTITION BY competition_id "
+                "ORDER BY position IS NULL, position, line)",
+                "production_id": "production_id",
+                "production_position": "row_number() OVER (PARTITION BY production_id "
+                "ORDER BY line)",
+                "position": "position",
+                "ranking": "coalesce(ranking, '')",
+                "score": "coalesce(score, '')",
+            },
+            "FROM stage.parties_competitionplacing",
+        ),
+    ),
+)
 RELATIONS = (
     storage.Grouped(
         "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
@@ -307,6 +451,7 @@ class Parties(Resource):
     derived_columns = {**storage.NAME_KEY, **storage.date_keys("start_date", "end_date")}
     owns = (storage.Owned("external_links", tables.party_links),)
     relations = RELATIONS
+    upstream = UPSTREAM
 
     def complete_detail(self, build, rows):
         by_id = {}

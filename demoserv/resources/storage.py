@@ -68,25 +68,46 @@ def row(resource, record):
 class Fill:
     """``INSERT INTO table (columns) SELECT expressions source``: rows of ``table``
     derived from the staged tables of the upstream's export (``columns``: column -> SQL
-    expression; ``{tags}`` in one stands for the tags of the record ``r``)."""
+    expression; ``{tags}`` in one stands for the tags of the record ``r``). ``checks``:
+    (SQL giving the dump line of a row it could not derive, the message for that line,
+    ``{line}`` standing for it), run once it is filled."""
 
     table: object
     columns: dict
     source: str
+    checks: tuple = ()
+
+
+@dataclass(frozen=True)
+class Links:
+    """Rows of ``table`` from the export's link table ``source``: each ``owner``'s links
+    in ``order`` (ties in the dump's order), archived classes left out, each URL built
+    from its class and parameter (a parameter that builds none fails the import);
+    ``columns``: more columns (column -> SQL expression)."""
+
+    table: object
+    source: str
+    owner: str
+    order: str = "link_class"
+    columns: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Upstream:
     """How the upstream's export fills a resource's tables: the export's tables it
     reads (table -> {column: type}), their references ((table, column, referenced
-    table)), the columns that must hold a value, the content type of its tags
-    ((app label, model)), and its tables' rows (``Fill``), in order."""
+    table)), the columns that must hold a value, and those that must hold one of a few
+    (table -> {column: values}), the content type of its tags ((app label, model)),
+    SQL functions its fills call (name -> (arguments, function of the import's
+    connection that makes it)), and its tables' rows (``Fill``, ``Links``), in order."""
 
     tables: dict
     fills: tuple
     foreign_keys: tuple = ()
     required: dict = field(default_factory=dict)
+    choices: dict = field(default_factory=dict)
     tags: tuple = None
+    functions: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,10 +165,6 @@ class Grouped:
     listed: str
     column: str
     position: str
-
-    @property
-    def sides(self):
-        return ()
 
 
 def written_by_other_side(relations, name):
