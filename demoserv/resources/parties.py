@@ -148,8 +148,9 @@ def _known_competition(loader, competition_id, party_id, name, where, field):
     return True
 
 
-def _competition_row(competition_id, party_id, position, name, shown_date=None, platform=None,
-                     production_type=None):  # fmt: skip
+def _competition_row(
+    competition_id, party_id, position, name, shown_date=None, platform=None, production_type=None
+):
     return {
         "id": competition_id,
         "party_id": party_id,
