@@ -12,6 +12,7 @@ from demoserv.catalogue.files import catalogue_files
 from demoserv.catalogue.rows import Loader
 from demoserv.catalogue.scratch import Scratch
 from demoserv.db import read_only_engine
+from demoserv.resources import BY_NAME
 
 from . import oracle
 from .conftest import walk
@@ -459,15 +460,8 @@ def test_absent_files_mean_no_records(tmp_path):
     write_lines(source, "productions", [PRODUCTION])
     load_catalogue(source, tmp_path / "db.sqlite3")
     # Releasers, platforms and types are created from the nested summaries.
-    assert counts(tmp_path / "db.sqlite3") == {
-        "party_series": 0,
-        "platforms": 1,
-        "bbses": 0,
-        "parties": 0,
-        "productions": 1,
-        "releasers": 1,
-        "production_types": 1,
-    }
+    given = {"platforms": 1, "productions": 1, "releasers": 1, "production_types": 1}
+    assert counts(tmp_path / "db.sqlite3") == {name: given.get(name, 0) for name in BY_NAME}
 
 
 def test_cli_load_and_export(app, tmp_path, catalogue_dir):
@@ -696,3 +690,46 @@ def test_parties_of_a_series_that_lists_none_are_in_name_order(tmp_path, make_ap
     for series, expected in ((3, [5, 7]), (4, [8, 6])):
         parties = client.get(f"/api/v1/party_series/{series}/").json["parties"]
         assert [party["id"] for party in parties] == expected
+
+
+def test_orders_of_releases_and_memberships_given_on_one_side(tmp_path, make_app):
+    """A side of a relation that its records do not give is derived from the other, in
+    its declared order: a party's releases by the productions' sortable titles, a
+    production's parties by the parties' names, a group's members and a member's
+    groups by the other releaser's id."""
+    source = tmp_path / "src"
+    names = {5: "Revision", 6: "Xenium", 7: "Breakpoint", 8: "Assembly"}
+    parties = [dict(PARTY, id=party, name=name) for party, name in names.items()]
+    parties[0]["releases"] = parties[3]["releases"] = [1]
+    parties[1]["invitations"] = parties[2]["invitations"] = [1]
+    write_lines(source, "parties", parties)
+    titles = {1: "Zeta", 2: "Mu", 3: "Alpha"}
+    productions = [dict(PRODUCTION, id=i, title=title) for i, title in titles.items()]
+    productions[1]["release_parties"] = productions[2]["release_parties"] = [6]
+    write_lines(source, "productions", productions)
+    releasers = [
+        {"id": 41, "name": "Group B", "is_group": True, "members": [
+            {"member": 31, "is_current": True}, {"member": 30, "is_current": True},
+        ]},
+        {"id": 40, "name": "Group A", "is_group": True},
+        {"id": 31, "name": "A", "is_group": False, "member_of": [
+            {"group": 41, "is_current": True}, {"group": 40, "is_current": False},
+        ]},
+        {"id": 30, "name": "B", "is_group": False, "member_of": [
+            {"group": 41, "is_current": True}, {"group": 40, "is_current": True},
+        ]},
+    ]  # fmt: skip
+    write_lines(source, "releasers", releasers)
+    load_catalogue(source, tmp_path / "db.sqlite3")
+    client = make_app(tmp_path / "db.sqlite3").test_client()
+    production = client.get("/api/v1/productions/1/").json
+    assert [party["id"] for party in production["release_parties"]] == [8, 5]
+    assert [party["id"] for party in production["invitation_parties"]] == [7, 6]
+    releases = client.get("/api/v1/parties/6/").json["releases"]
+    assert [release["id"] for release in releases] == [3, 2]
+    members = client.get("/api/v1/releasers/41/").json["members"]
+    assert [member["member"]["id"] for member in members] == [31, 30]  # as given
+    members = client.get("/api/v1/releasers/40/").json["members"]
+    assert [member["member"]["id"] for member in members] == [30, 31]
+    groups = client.get("/api/v1/releasers/31/").json["member_of"]
+    assert [group["group"]["id"] for group in groups] == [41, 40]  # as given

@@ -127,3 +127,52 @@ def test_a_detail_record_nesting_records_not_built_yet_names_detail_needs(
     monkeypatch.setattr(BY_NAME["bbses"], "detail_needs", frozenset({"releasers"}))
     with pytest.raises(RuntimeError, match=r"^bbses: its records nest productions .*detail_needs"):
         load_catalogue(catalogue_dir, tmp_path / "catalogue.sqlite3")
+
+
+def test_every_ordering_key_has_its_sort_and_rank_columns():
+    """A resource's ordering keys need their sort column and a rank_<key> column in its
+    table (tables.py), which the build fills and indexes."""
+    for resource in RESOURCES:
+        for key, column in resource.keys.items():
+            assert column in resource.table.c, (resource.name, key)
+            assert f"rank_{key}" in resource.table.c, (resource.name, key)
+
+
+def test_every_relation_names_registered_resources_and_their_fields():
+    """Each relation shown from both sides is declared once, between registered
+    resources, on fields their record schemas read; the exporter leaves out exactly
+    the sides a load derives."""
+    from demoserv.catalogue.export import OTHER_SIDE
+    from demoserv.resources import RELATIONS, storage
+
+    declared = [relation for resource in RESOURCES for relation in resource.relations]
+    assert sorted(map(id, declared)) == sorted(map(id, RELATIONS))
+    derived = {name: set() for name in BY_NAME}
+    for relation in RELATIONS:
+        if isinstance(relation, storage.Grouped):
+            sides = [(relation.resource, [relation.field]), (relation.group, [relation.listed])]
+            derived[relation.group].add(relation.listed)
+        else:
+            sides = [
+                (side.resource, [field for field, _ in side.fields]) for side in relation.sides
+            ]
+            derived[relation.right.resource].update(sides[1][1])
+            for side in relation.sides:
+                assert side.column in relation.table.c and side.position in relation.table.c
+        for name, names in sides:
+            assert name in BY_NAME, name
+            for field in names:
+                assert field in BY_NAME[name].record_schema.fields, (name, field)
+    assert {name: set(fields) for name, fields in OTHER_SIDE.items()} == derived
+    assert derived["productions"] == {
+        "release_parties",
+        "invitation_parties",
+        "competition_placings",
+    }
+
+
+def test_every_resource_declares_its_part_of_the_upstream_import():
+    """Each resource's declaration fills its own table from the export."""
+    for resource in RESOURCES:
+        assert resource.upstream is not None, resource.name
+        assert resource.table in [fill.table for fill in resource.upstream.fills], resource.name

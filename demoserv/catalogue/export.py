@@ -2,7 +2,7 @@
 derived from each resource's declaration: each record's detail fields as its record
 schema reads them (``record_schema``), nested records that are records of their own
 reduced to their ids, and each relation shown from two sides written once, by the side
-that does not declare it ``written_by_other_side`` (a load derives the other side)."""
+that declares it (``storage.written_by_other_side``: a load derives the other side)."""
 
 import os
 from pathlib import Path
@@ -12,16 +12,18 @@ from marshmallow import fields
 from sqlalchemy import select
 
 from .. import records, tables
-from ..resources import BY_NAME, LOAD_ORDER
+from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from ..stored import RecordCodec
 
 BATCH = 1000
+# Each resource's fields that the other side of a relation writes.
+OTHER_SIDE = {name: storage.written_by_other_side(RELATIONS, name) for name in LOAD_ORDER}
 
 
 def _file_record(resource, record):
     """A detail record as its catalogue line: the fields its record schema reads, the
     sides of relations that the other side writes left out."""
-    other_side = resource.written_by_other_side
+    other_side = OTHER_SIDE[resource.name]
     return {
         name: _file_value(field, record[name])
         for name, field in resource.record_schema.fields.items()

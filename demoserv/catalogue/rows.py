@@ -1,24 +1,27 @@
 """Row writing: the records of a catalogue folder's files, read in load order, written
 as rows of the new catalogue file, with what they refer to handed to the scratch file
-(``scratch``) to be checked once every file is read."""
+(``scratch``) to be checked once every file is read. What is written, and which
+relations each record gives, is derived from the resources' declarations
+(``resources/storage.py``)."""
 
 import orjson
 
-from .. import tables
-from ..resources import BY_NAME, LOAD_ORDER, storage
+from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from .files import read_records
 from .reporting import CatalogueError
 from .scratch import Pairs, Scratch, json_text
 
-# The position of a competition that no party lists, only a placing: after any listed.
-KNOWN_FROM_PLACINGS = 2**62
 # Records that nested summaries may refer to, and may create when their file lacks them.
-SUMMARISED = ("platforms", "production_types", "releasers")
+SUMMARISED = [name for name in LOAD_ORDER if BY_NAME[name].summarised]
 
 
 class Loader:
     """Reads the files in load order, checks what refers to what, and hands rows to the
-    builder."""
+    builder. A relation's ``give`` hook (``storage.Side``) calls ``queue``, ``refer``,
+    ``refer_id``, ``find``, ``scratch`` and raises ``error``."""
+
+    error = CatalogueError
+    json_text = staticmethod(json_text)
 
     def __init__(self, builder, paths, progress):
         self.builder = builder
@@ -26,11 +29,36 @@ class Loader:
         self.progress = progress
         # Every record's id and place, the references and the nicks: checked at the end.
         self.scratch = Scratch(builder)
-        self.memberships = Pairs(self.scratch, "member", "group")
-        self.releases = Pairs(self.scratch, "party", "production")
-        self.invitations = Pairs(self.scratch, "party", "production")
-        # Competition results, from the parties' side and from the productions'.
-        self.results = Pairs(self.scratch, "competition", "production")
+        # Each relation's pairs, and what each resource's records give of them.
+        self.pairs = []
+        self.gives = {name: [] for name in LOAD_ORDER}
+        for relation in RELATIONS:
+            if isinstance(relation, storage.Grouped):
+                number = self.scratch.new_relation()
+                self.pairs.append((relation, number))
+                self.gives[relation.resource].append(self._group_giver(relation, number))
+                self.gives[relation.group].append(self._list_giver(relation, number))
+                continue
+            pairs = Pairs(self.scratch, *relation.names)
+            self.pairs.append((relation, pairs))
+            for number, side in enumerate(relation.sides):
+                give = _side_of(pairs, number)
+                other = relation.sides[1 - number].resource
+                self.gives[side.resource].append(
+                    _hook(self, side.give, give)
+                    if side.give is not None
+                    else self._side_giver(side, other, give)
+                )
+
+    def queue(self, table, row):
+        self.builder.queue(table, row)
+
+    def find(self, resource, record_id):
+        return self.scratch.find(resource, record_id)
+
+    def refer_id(self, resource, record_id, where, field):
+        """A bare reference, to check once every file is read."""
+        self.scratch.refer(resource, record_id, where, field)
 
     def run(self):
         counts = {}
@@ -39,13 +67,14 @@ class Loader:
             if path is None:
                 continue
             count = 0
+            summarised = BY_NAME[name].summarised
             for number, record in read_records(path, BY_NAME[name].record_schema, self.progress):
                 where = f"{path.name}:{number}"
                 first = self.scratch.add(
                     name,
                     record["id"],
                     where,
-                    record if name in SUMMARISED else None,
+                    record if summarised else None,
                     given_nicks=name == "releasers" and record["nicks"] is not None,
                 )
                 if first is not None:
@@ -69,210 +98,100 @@ class Loader:
 
     def _accept(self, resource, record, where):
         """Write ``record``'s row and the lists it owns, as its resource declares them,
-        then hand the relations it gives from one side to the method for its resource."""
+        then give its sides of the relations that the declarations say it gives."""
         self.builder.queue(resource.table, storage.row(resource, record))
         for owned in resource.owns:
-            self._write_owned(owned, record["id"], record[owned.field], where)
-        relations = getattr(self, f"_relations_{resource.name}", None)
-        if relations is not None:
-            relations(record, where)
+            self._write_owned(owned, record, where)
+        for give in self.gives[resource.name]:
+            give(record, where)
 
-    def _write_owned(self, owned, owner_id, items, where):
-        for position, item in enumerate(items or ()):
-            field = f"{owned.field}.{position}"
+    def _write_owned(self, owned, record, where):
+        position = len(record[owned.after] or ()) if owned.after is not None else 0
+        for index, item in enumerate(record[owned.field] or ()):
+            field = f"{owned.field}.{index}"
             if owned.reference is not None:
                 column, resource = owned.reference
-                self._refer(resource, item, where, field)
+                self.refer(resource, item, where, field)
                 row = {column: item["id"]}
+            elif owned.nick is not None:
+                nick = item[owned.nick] if owned.nick else item
+                self._nick(nick, where, f"{field}.{owned.nick}" if owned.nick else field)
+                row = {
+                    name: value
+                    for name, value in item.items()
+                    if name not in (owned.nick, "releaser")
+                }
+                row.update(
+                    name=nick["name"],
+                    abbreviation=nick["abbreviation"],
+                    releaser_id=nick["releaser"]["id"],
+                )
             else:
                 row = dict(item)
                 for key, resource in owned.references.items():
-                    self._refer(resource, item[key], where, f"{field}.{key}")
+                    self.refer(resource, item[key], where, f"{field}.{key}")
                     row[f"{key}_id"] = row.pop(key)["id"]
-            self.builder.queue(owned.table, {owned.owner: owner_id, "position": position, **row})
-
-    def _relations_releasers(self, record, where):
-        releaser_id = record["id"]
-        if record["member_of"] is not None:
-            self.memberships.give(
-                0,
-                releaser_id,
-                where,
-                self._refer_all("releasers", record["member_of"], "group", where, "member_of"),
-            )
-        if record["members"] is not None or record["subgroups"] is not None:
-            items = []
-            for field, key in (("members", "member"), ("subgroups", "subgroup")):
-                items += self._refer_all("releasers", record[field] or [], key, where, field)
-            self.memberships.give(1, releaser_id, where, items)
-
-    def _refer_all(self, resource, items, key, where, field):
-        result = []
-        for index, item in enumerate(items):
-            other = item[key]["id"]
-            self.scratch.refer(resource, other, where, f"{field}.{index}.{key}")
-            result.append((other, {name: value for name, value in item.items() if name != key}))
-        return result
-
-    def _relations_party_series(self, record, where):
-        if record["parties"] is not None:
-            self.scratch.series_lists(record["id"], where, [p["id"] for p in record["parties"]])
-
-    def _relations_parties(self, record, where):
-        party_id = record["id"]
-        series = record["party_series"]
-        if series is not None:
-            if self.scratch.find("party_series", series["id"]) is None:
-                raise CatalogueError(
-                    f"{where}: party_series: no party series with id {series['id']}"
-                )
-            self.scratch.party_series(party_id, series["id"], where)
-        self._give_ids(
-            0, record, where, "productions",
-            (("releases", self.releases), ("invitations", self.invitations)),
-        )  # fmt: skip
-        if record["competitions"] is not None:
-            for position, competition in enumerate(record["competitions"]):
-                field = f"competitions.{position}"
-                self._competition(competition["id"], party_id, competition["name"], where, field)
-                for name in ("platform", "production_type"):
-                    if competition[name] is not None:
-                        summarised = "platforms" if name == "platform" else "production_types"
-                        self._refer(summarised, competition[name], where, f"{field}.{name}")
-                self.builder.queue(
-                    tables.competitions,
-                    {
-                        "id": competition["id"],
-                        "party_id": party_id,
-                        "position": position,
-                        "name": competition["name"],
-                        "shown_date": competition["shown_date"],
-                        "platform_id": (competition["platform"] or {}).get("id"),
-                        "production_type_id": (competition["production_type"] or {}).get("id"),
-                    },
-                )
-                results = []
-                for index, result in enumerate(competition["results"]):
-                    production = result["production"]["id"]
-                    self.scratch.refer(
-                        "productions", production, where, f"{field}.results.{index}.production"
-                    )
-                    values = {name: result[name] for name in ("position", "ranking", "score")}
-                    results.append((production, values))
-                self.results.give(0, competition["id"], where, results)
-
-    def _give_ids(self, side, record, where, resource, relations):
-        """Give ``record``'s side of each of ``relations`` ((field, Pairs)) whose field
-        it gives: a list of references to ``resource``."""
-        for field, pairs in relations:
-            if record[field] is not None:
-                items = self._refer_all_ids(resource, record[field], where, field)
-                pairs.give(side, record["id"], where, items)
-
-    def _refer_all_ids(self, resource, items, where, field):
-        result = []
-        for index, item in enumerate(items):
-            self.scratch.refer(resource, item["id"], where, f"{field}.{index}")
-            result.append((item["id"], None))
-        return result
-
-    def _competition(self, competition_id, party_id, name, where, field):
-        """Remember a competition; whether it was known (and agrees)."""
-        known = self.scratch.competition(competition_id, party_id, name, where)
-        if known is None:
-            return False
-        if (known[0], known[1]) != (party_id, name):
-            raise CatalogueError(
-                f"{where}: {field}: competition {competition_id} of party {party_id} named "
-                f"{json_text(name)} contradicts {known[2]}, which gives party {known[0]} and name "
-                f"{json_text(known[1])}"
-            )
-        return True
-
-    def _relations_productions(self, record, where):
-        production_id = record["id"]
-        for role, field in (
-            ("author", "author_nicks"),
-            ("affiliation", "author_affiliation_nicks"),
-        ):
-            for position, nick in enumerate(record[field]):
-                self._nick(nick, where, f"{field}.{position}")
-                self.builder.queue(
-                    tables.production_nicks,
-                    {
-                        "production_id": production_id,
-                        "role": role,
-                        "position": position,
-                        "name": nick["name"],
-                        "abbreviation": nick["abbreviation"],
-                        "releaser_id": nick["releaser"]["id"],
-                    },
-                )
-        for position, credit in enumerate(record["credits"]):
-            nick = credit["nick"]
-            self._nick(nick, where, f"credits.{position}.nick")
             self.builder.queue(
-                tables.credits,
-                {
-                    "production_id": production_id,
-                    "position": position,
-                    "name": nick["name"],
-                    "abbreviation": nick["abbreviation"],
-                    "releaser_id": nick["releaser"]["id"],
-                    "category": credit["category"],
-                    "role": credit["role"],
-                },
+                owned.table,
+                {owned.owner: record["id"], "position": position, **row, **owned.constant},
             )
-        position = 0
-        for field, is_download in (("download_links", True), ("external_links", False)):
-            for link in record[field]:
-                self.builder.queue(
-                    tables.production_links,
-                    {
-                        "production_id": production_id,
-                        "position": position,
-                        "is_download": is_download,
-                        **link,
-                    },
-                )
-                position += 1
-        self._give_ids(
-            1, record, where, "parties",
-            (("release_parties", self.releases), ("invitation_parties", self.invitations)),
-        )  # fmt: skip
-        if record["competition_placings"] is not None:
-            placings = []
-            for index, placing in enumerate(record["competition_placings"]):
-                field = f"competition_placings.{index}.competition"
-                competition = placing["competition"]
-                party = competition["party"]["id"]
-                if self.scratch.find("parties", party) is None:
-                    raise CatalogueError(f"{where}: {field}.party: no party with id {party}")
-                if not self._competition(
-                    competition["id"], party, competition["name"], where, field
-                ):
-                    self.builder.queue(  # known only from this placing
-                        tables.competitions,
-                        {
-                            "id": competition["id"],
-                            "party_id": party,
-                            # After the competitions its party lists, by id.
-                            "position": KNOWN_FROM_PLACINGS,
-                            "name": competition["name"],
-                            "shown_date": None,
-                            "platform_id": None,
-                            "production_type_id": None,
-                        },
+            position += 1
+
+    def _side_giver(self, side, other, give):
+        """What gives ``side`` of a relation from the lists of a record (references to
+        records of ``other``)."""
+        fields = side.fields
+
+        def give_side(record, where):
+            if all(record[field] is None for field, _ in fields):
+                return
+            items = []
+            for field, key in fields:
+                for index, item in enumerate(record[field] or ()):
+                    if key is None:
+                        self.scratch.refer(other, item["id"], where, f"{field}.{index}")
+                        items.append((item["id"], None))
+                        continue
+                    other_id = item[key]["id"]
+                    self.scratch.refer(other, other_id, where, f"{field}.{index}.{key}")
+                    items.append(
+                        (other_id, {name: value for name, value in item.items() if name != key})
                     )
-                values = {name: placing[name] for name in ("position", "ranking", "score")}
-                placings.append((competition["id"], values))
-            self.results.give(1, production_id, where, placings)
+            give(record["id"], where, items)
+
+        return give_side
+
+    def _group_giver(self, grouped, number):
+        """What remembers the group a record names (which must be read already)."""
+        title = BY_NAME[grouped.group].title.lower()
+
+        def give_group(record, where):
+            group = record[grouped.field]
+            if group is not None:
+                if self.scratch.find(grouped.group, group["id"]) is None:
+                    raise CatalogueError(
+                        f"{where}: {grouped.field}: no {title} with id {group['id']}"
+                    )
+                self.scratch.group_member(number, record["id"], group["id"], where)
+
+        return give_group
+
+    def _list_giver(self, grouped, number):
+        """What remembers the records a group lists."""
+
+        def give_list(record, where):
+            if record[grouped.listed] is not None:
+                self.scratch.group_lists(
+                    number, record["id"], where, [item["id"] for item in record[grouped.listed]]
+                )
+
+        return give_list
 
     def _nick(self, nick, where, field):
-        self._refer("releasers", nick["releaser"], where, f"{field}.releaser")
+        self.refer("releasers", nick["releaser"], where, f"{field}.releaser")
         self.scratch.nick(nick["releaser"]["id"], nick["name"], nick["abbreviation"], where, field)
 
-    def _refer(self, resource, summary, where, field):
+    def refer(self, resource, summary, where, field):
         """Check a nested summary against its record, or create the record from it."""
         if len(summary) == 1:  # a bare id: the record must exist somewhere
             self.scratch.refer(resource, summary["id"], where, field)
@@ -304,36 +223,45 @@ class Loader:
             title = BY_NAME[LOAD_ORDER[resource]].title.lower()
             raise CatalogueError(f"{where}: {field}: no {title} with id {record_id}")
         self.scratch.resolve_nicks()
-        self._resolve_memberships()
-        for pairs, table in (
-            (self.releases, tables.party_releases),
-            (self.invitations, tables.party_invitations),
-        ):
-            for party, production, _, party_position, production_position in pairs.resolve(
-                (
-                    "releases" if pairs is self.releases else "invitations",
-                    "release_parties" if pairs is self.releases else "invitation_parties",
-                ),
-                self._release_order,
-            ):
-                self.builder.queue(
-                    table,
-                    {
-                        "party_id": party,
-                        "production_id": production,
-                        "party_position": party_position,
-                        "production_position": production_position,
-                    },
-                )
-        self._resolve_placings()
-        self.scratch.resolve_series()
+        for relation, pairs in self.pairs:
+            if isinstance(relation, storage.Both):
+                self._resolve_pairs(relation, pairs)
+        # Groups last: their records' rows are updated in place.
+        for relation, number in self.pairs:
+            if isinstance(relation, storage.Grouped):
+                self.scratch.resolve_group(number, relation)
 
-    def _release_order(self, side, owner, keys):
-        if side == 0:  # a party's releases: by production title, as the upstream orders them
-            titles = self._column(tables.productions.c.sortable_title, [key[1] for key in keys])
-            return sorted(keys, key=lambda key: (titles[key[1]], key[1]))
-        names = self._column(tables.parties.c.name, [key[0] for key in keys])
-        return sorted(keys, key=lambda key: (names[key[0]], key[0]))
+    def _resolve_pairs(self, relation, pairs):
+        """Write each pair of ``relation``, both sides checked, positions derived where
+        a side was not given."""
+        left, right = relation.sides
+        orders = [self._derive_order(number, side) for number, side in enumerate(relation.sides)]
+        for left_id, right_id, values, left_position, right_position in pairs.resolve(
+            (left.label, right.label), lambda side, owner, keys: orders[side](keys)
+        ):
+            row = {
+                left.column: left_id,
+                right.column: right_id,
+                left.position: left_position,
+                right.position: right_position,
+            }
+            if values is not None:
+                row.update(values)
+            self.builder.queue(relation.table, row)
+
+    def _derive_order(self, number, side):
+        """How the pairs ((left id, right id, values)) of ``side`` not given are ordered."""
+        other = 1 - number
+        if side.order_column is not None:
+            column = side.order_column
+
+            def by_column(keys):
+                values = self._column(column, [key[other] for key in keys])
+                return sorted(keys, key=lambda key: (values[key[other]], key[other]))
+
+            return by_column
+        order_key = side.order_key or (lambda key: key[other])
+        return lambda keys: sorted(keys, key=order_key)
 
     def _column(self, column, ids):
         """{id: value of ``column``} of the rows ``ids`` of its table, as written."""
@@ -345,50 +273,12 @@ class Loader:
             )
         )
 
-    def _resolve_memberships(self):
-        for member, group, values, member_position, group_position in self.memberships.resolve(
-            ("member_of", "members"),
-            # Not given: by the other releaser's id (the upstream fixes no order).
-            lambda side, owner, keys: sorted(keys, key=lambda key: key[1 - side]),
-        ):
-            self.builder.queue(
-                tables.memberships,
-                {
-                    "member_id": member,
-                    "group_id": group,
-                    "is_current": values["is_current"],
-                    "member_position": member_position,
-                    "group_position": group_position,
-                },
-            )
 
-    def _resolve_placings(self):
-        def derive_order(side, owner, pairs):
-            if side == 0:  # a competition only its productions list: by position
-                return sorted(
-                    pairs,
-                    key=lambda pair: (
-                        pair[2]["position"] is None,
-                        pair[2]["position"] or 0,
-                        pair[1],
-                    ),
-                )
-            return sorted(pairs)  # by competition id (the upstream fixes no order)
+def _side_of(pairs, number):
+    """What gives side ``number`` of ``pairs``: give(owner, where, items)."""
+    return lambda owner, where, items: pairs.give(number, owner, where, items)
 
-        for (
-            competition,
-            production,
-            values,
-            result_position,
-            production_position,
-        ) in self.results.resolve(("competitions.results", "competition_placings"), derive_order):
-            self.builder.queue(
-                tables.placings,
-                {
-                    "competition_id": competition,
-                    "production_id": production,
-                    "result_position": result_position,
-                    "production_position": production_position,
-                    **values,
-                },
-            )
+
+def _hook(loader, hook, give):
+    """A declared ``give`` hook of a side, bound to the loader and the side."""
+    return lambda record, where: hook(loader, record, where, give)

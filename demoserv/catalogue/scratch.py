@@ -12,7 +12,7 @@ import sqlite3
 
 import orjson
 
-from ..resources import LOAD_ORDER
+from ..resources import BY_NAME, LOAD_ORDER
 from .reporting import CatalogueError
 
 
@@ -182,17 +182,19 @@ class Scratch:
                 relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
                 side INTEGER NOT NULL, position INTEGER NOT NULL,
                 PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
-            # Party series: the parties each series lists, and the series each party gives.
-            """CREATE TABLE scratch.load_series_lists (
-                series_id INTEGER PRIMARY KEY, place TEXT NOT NULL)""",
-            """CREATE TABLE scratch.load_series_parties (
-                seq INTEGER PRIMARY KEY, series_id INTEGER NOT NULL, position INTEGER NOT NULL,
-                party_id INTEGER NOT NULL, place TEXT NOT NULL)""",
-            "CREATE INDEX scratch.load_series_parties_by_party "
-            "ON load_series_parties (party_id, seq)",
-            """CREATE TABLE scratch.load_party_series (
-                seq INTEGER PRIMARY KEY, party_id INTEGER NOT NULL UNIQUE,
-                series_id INTEGER NOT NULL, place TEXT NOT NULL)""",
+            # Groups (storage.Grouped): the records each group lists, and the group each
+            # record gives.
+            """CREATE TABLE scratch.load_group_lists (
+                relation INTEGER NOT NULL, group_id INTEGER NOT NULL, place TEXT NOT NULL,
+                PRIMARY KEY (relation, group_id)) WITHOUT ROWID""",
+            """CREATE TABLE scratch.load_group_listed (
+                seq INTEGER PRIMARY KEY, relation INTEGER NOT NULL, group_id INTEGER NOT NULL,
+                position INTEGER NOT NULL, member_id INTEGER NOT NULL, place TEXT NOT NULL)""",
+            "CREATE INDEX scratch.load_group_listed_by_member "
+            "ON load_group_listed (relation, member_id, seq)",
+            """CREATE TABLE scratch.load_group_given (
+                seq INTEGER PRIMARY KEY, relation INTEGER NOT NULL, member_id INTEGER NOT NULL,
+                group_id INTEGER NOT NULL, place TEXT NOT NULL, UNIQUE (relation, member_id))""",
             """CREATE TABLE scratch.load_competitions (
                 id INTEGER PRIMARY KEY, party_id INTEGER NOT NULL, name TEXT NOT NULL,
                 place TEXT NOT NULL)""",
@@ -295,20 +297,26 @@ class Scratch:
             )
         return known
 
-    def series_lists(self, series_id, place, party_ids):
-        """Remember the parties a series lists, in its order."""
-        self.raw.execute("INSERT INTO scratch.load_series_lists VALUES (?, ?)", (series_id, place))
+    def group_lists(self, relation, group_id, place, member_ids):
+        """Remember the records a group lists, in its order."""
+        self.raw.execute(
+            "INSERT INTO scratch.load_group_lists VALUES (?, ?, ?)", (relation, group_id, place)
+        )
         self.raw.executemany(
-            "INSERT INTO scratch.load_series_parties (series_id, position, party_id, place) "
-            "VALUES (?, ?, ?, ?)",
-            [(series_id, position, party_id, place) for position, party_id in enumerate(party_ids)],
+            "INSERT INTO scratch.load_group_listed (relation, group_id, position, member_id, "
+            "place) VALUES (?, ?, ?, ?, ?)",
+            [
+                (relation, group_id, position, member_id, place)
+                for position, member_id in enumerate(member_ids)
+            ],
         )
 
-    def party_series(self, party_id, series_id, place):
-        """Remember the series a party gives."""
+    def group_member(self, relation, member_id, group_id, place):
+        """Remember the group a record gives."""
         self.raw.execute(
-            "INSERT INTO scratch.load_party_series (party_id, series_id, place) VALUES (?, ?, ?)",
-            (party_id, series_id, place),
+            "INSERT INTO scratch.load_group_given (relation, member_id, group_id, place) "
+            "VALUES (?, ?, ?, ?)",
+            (relation, member_id, group_id, place),
         )
 
     def new_relation(self):
@@ -448,63 +456,75 @@ class Scratch:
             (releasers, releasers),
         )
 
-    def resolve_series(self):
-        """Check the parties that series list against the series that parties give, and
-        put each party in its series, in the series' order, else by name."""
-        parties = _RESOURCE["parties"]
+    def resolve_group(self, relation, grouped):
+        """Check the records that groups list against the groups that records give, and
+        put each record in its group, in the group's order, else by name."""
+        member, group = (BY_NAME[name].title.lower() for name in (grouped.resource, grouped.group))
+        table = BY_NAME[grouped.resource].table.name
         wrong = self.query(
-            "SELECT listed.place, listed.position, listed.party_id, party.place, given.series_id, "
-            "(SELECT place || ' (parties.' || position || ')' "
-            "FROM scratch.load_series_parties AS first "
-            "WHERE first.party_id = listed.party_id AND first.seq < listed.seq ORDER BY seq) "
-            "FROM scratch.load_series_parties AS listed "
-            "LEFT JOIN scratch.load_records AS party ON party.resource = ? "
-            "AND party.id = listed.party_id "
-            "LEFT JOIN scratch.load_party_series AS given ON given.party_id = listed.party_id "
-            "WHERE party.id IS NULL OR given.series_id != listed.series_id OR EXISTS (SELECT 1 "
-            "FROM scratch.load_series_parties AS first WHERE first.party_id = listed.party_id "
-            "AND first.seq < listed.seq) ORDER BY listed.seq LIMIT 1",
-            (parties,),
+            "SELECT listed.place, listed.position, listed.member_id, record.place, "
+            "given.group_id, (SELECT place || ' (' || :listed || '.' || position || ')' "
+            "FROM scratch.load_group_listed AS first WHERE first.relation = :relation "
+            "AND first.member_id = listed.member_id AND first.seq < listed.seq ORDER BY seq) "
+            "FROM scratch.load_group_listed AS listed "
+            "LEFT JOIN scratch.load_records AS record ON record.resource = :resource "
+            "AND record.id = listed.member_id "
+            "LEFT JOIN scratch.load_group_given AS given ON given.relation = :relation "
+            "AND given.member_id = listed.member_id "
+            "WHERE listed.relation = :relation AND (record.id IS NULL "
+            "OR given.group_id != listed.group_id OR EXISTS (SELECT 1 "
+            "FROM scratch.load_group_listed AS first WHERE first.relation = :relation "
+            "AND first.member_id = listed.member_id AND first.seq < listed.seq)) "
+            "ORDER BY listed.seq LIMIT 1",
+            {
+                "relation": relation,
+                "resource": _RESOURCE[grouped.resource],
+                "listed": grouped.listed,
+            },
         ).fetchone()
         if wrong is not None:
-            where, index, party, party_where, given, first = wrong
-            if party_where is None:
-                raise CatalogueError(f"{where}: parties.{index}: no party with id {party}")
+            where, index, member_id, member_where, given, first = wrong
+            field = f"{where}: {grouped.listed}.{index}"
+            if member_where is None:
+                raise CatalogueError(f"{field}: no {member} with id {member_id}")
             if first is not None:
-                raise CatalogueError(
-                    f"{where}: parties.{index}: party {party} is listed already, by {first}"
-                )
+                raise CatalogueError(f"{field}: {member} {member_id} is listed already, by {first}")
             raise CatalogueError(
-                f"{where}: parties.{index}: party {party} belongs to party series {given} "
-                f"({party_where})"
+                f"{field}: {member} {member_id} belongs to {group} {given} ({member_where})"
             )
         unlisted = self.query(
-            "SELECT given.place, given.series_id, series.place, given.party_id "
-            "FROM scratch.load_party_series AS given "
-            "JOIN scratch.load_series_lists AS series ON series.series_id = given.series_id "
-            "WHERE NOT EXISTS (SELECT 1 FROM scratch.load_series_parties AS listed "
-            "WHERE listed.party_id = given.party_id) ORDER BY given.seq LIMIT 1"
+            "SELECT given.place, given.group_id, lists.place, given.member_id "
+            "FROM scratch.load_group_given AS given "
+            "JOIN scratch.load_group_lists AS lists ON lists.relation = given.relation "
+            "AND lists.group_id = given.group_id "
+            "WHERE given.relation = ? AND NOT EXISTS (SELECT 1 FROM scratch.load_group_listed "
+            "AS listed WHERE listed.relation = given.relation "
+            "AND listed.member_id = given.member_id) ORDER BY given.seq LIMIT 1",
+            (relation,),
         ).fetchone()
         if unlisted is not None:
-            where, series, series_where, party = unlisted
+            where, group_id, group_where, member_id = unlisted
             raise CatalogueError(
-                f"{where}: party_series: party series {series} ({series_where}) does not "
-                f"list party {party}"
+                f"{where}: {grouped.field}: {group} {group_id} ({group_where}) does not "
+                f"list {member} {member_id}"
             )
         self.builder.flush()
+        column, position = grouped.column, grouped.position
         self.query(
-            "UPDATE main.parties SET party_series_id = listed.series_id, "
-            "series_position = listed.position FROM scratch.load_series_parties AS listed "
-            "WHERE listed.party_id = parties.id"
+            f"UPDATE main.{table} SET {column} = listed.group_id, {position} = listed.position "
+            "FROM scratch.load_group_listed AS listed "
+            f"WHERE listed.relation = ? AND listed.member_id = {table}.id",
+            (relation,),
         )
-        # A series whose record lists no parties: its parties by name, as the upstream
-        # orders them.
+        # A group whose record lists none: its records by name, as the upstream orders them.
         self.query(
-            "UPDATE main.parties SET party_series_id = ranked.series_id, "
-            "series_position = ranked.position FROM (SELECT given.party_id, given.series_id, "
-            "row_number() OVER (PARTITION BY given.series_id ORDER BY party.name, party.id) - 1 "
-            "AS position FROM scratch.load_party_series AS given "
-            "JOIN main.parties AS party ON party.id = given.party_id) AS ranked "
-            "WHERE ranked.party_id = parties.id AND NOT EXISTS (SELECT 1 FROM "
-            "scratch.load_series_lists AS series WHERE series.series_id = ranked.series_id)"
+            f"UPDATE main.{table} SET {column} = ranked.group_id, {position} = ranked.position "
+            "FROM (SELECT given.member_id, given.group_id, row_number() OVER (PARTITION BY "
+            "given.group_id ORDER BY record.name, record.id) - 1 AS position "
+            f"FROM scratch.load_group_given AS given JOIN main.{table} AS record "
+            "ON record.id = given.member_id WHERE given.relation = :relation) AS ranked "
+            f"WHERE ranked.member_id = {table}.id AND NOT EXISTS (SELECT 1 FROM "
+            "scratch.load_group_lists AS lists WHERE lists.relation = :relation "
+            "AND lists.group_id = ranked.group_id)",
+            {"relation": relation},
         )

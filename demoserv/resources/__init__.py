@@ -29,3 +29,5 @@ LOAD_ORDER = [
     "productions",
 ]
 assert sorted(LOAD_ORDER) == sorted(BY_NAME), "every resource has its place in the load order"
+# The relations shown from both sides, each declared once, by the resource that stores it.
+RELATIONS = [relation for name in LOAD_ORDER for relation in BY_NAME[name].relations]

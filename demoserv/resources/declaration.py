@@ -42,11 +42,11 @@ class Resource(Serving):
     # and the nested lists stored as rows of their own tables.
     derived_columns = storage.NAME_KEY
     owns = ()
+    # The relations shown from both sides that it stores (storage.Both, storage.Grouped).
+    relations = ()
+    summarised = False  # True: nested summaries may create its records (and must agree)
     # How the upstream's export fills its tables, if the import does not (storage.Upstream).
     upstream = None
-    # Fields of its record schema that are one side of a relation shown from both sides
-    # and written, in an export, by the other side's records.
-    written_by_other_side = ()
     paged = True  # False: the whole listing is one page
 
     def __init__(self):

@@ -1,6 +1,7 @@
 """Party series: the recurring events that parties are editions of."""
 
 from .. import filters, records, tables
+from . import storage
 from .declaration import Resource, owned_rows
 from .summaries import PartySchema, PartySeriesSchema, nested_list
 
@@ -37,7 +38,22 @@ class PartySeries(Resource):
     schema = PartySeriesSchema()
     detail_schema = PartySeriesDetailSchema()
     record_schema = PartySeriesRecord()
-    written_by_other_side = ("parties",)
+    upstream = storage.Upstream(
+        tables={"parties_partyseries": {"id": "int", "name": "text", "website": "text"}},
+        required={"parties_partyseries": ("name",)},
+        fills=(
+            storage.Fill(
+                tables.party_series,
+                {
+                    "id": "id",
+                    "name": "name",
+                    "website": "coalesce(website, '')",
+                    "name_key": "name_key(name)",
+                },
+                "FROM stage.parties_partyseries",
+            ),
+        ),
+    )
 
     def complete_detail(self, build, rows):
         by_id = {row["id"]: row for row in rows}

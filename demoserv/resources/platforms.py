@@ -1,6 +1,7 @@
 """Platforms: computer and console systems and software environments, one page."""
 
 from .. import filters, records, tables
+from . import storage
 from .declaration import Resource
 from .summaries import PlatformSchema
 
@@ -16,6 +17,18 @@ class Platforms(Resource):
     )
     schema = PlatformSchema()
     record_schema = records.PlatformRecord()
+    summarised = True  # a production's or competition's summary may create one
+    upstream = storage.Upstream(
+        tables={"platforms_platform": {"id": "int", "name": "text"}},
+        required={"platforms_platform": ("name",)},
+        fills=(
+            storage.Fill(
+                tables.platforms,
+                {"id": "id", "name": "name", "name_key": "name_key(name)"},
+                "FROM stage.platforms_platform",
+            ),
+        ),
+    )
     paged = False
 
 

@@ -5,7 +5,7 @@ from marshmallow import Schema, fields, validate
 from sqlalchemy import select
 
 from .. import filters, records, tables
-from ..shared import sortable_title
+from ..shared import SUPERTYPES, sortable_title
 from . import storage
 from .declaration import IDS, Resource, owned_rows
 from .summaries import LinkSchema, NickSchema, PartySchema, ProductionSchema, nested_list
@@ -199,6 +199,165 @@ PLACINGS = (
 SCREENSHOTS = owned_rows(tables.screenshots, "production_id")
 
 
+def _production_nicks(role, source):
+    """A production's author or affiliation nicks from the export, by name."""
+    return storage.Fill(
+        tables.production_nicks,
+        {
+            "production_id": "l.production_id",
+            "role": f"'{role}'",
+            "position": "row_number() OVER (PARTITION BY l.production_id ORDER BY n.name, l.line)",
+            "name": "n.name",
+            "abbreviation": "coalesce(n.abbreviation, '')",
+            "releaser_id": "n.releaser_id",
+        },
+        f"FROM stage.{source} l JOIN stage.demoscene_nick n ON n.id = l.nick_id "
+        "WHERE true ON CONFLICT DO NOTHING",
+    )
+
+
+RELEASE_DATE = "partial_date(r.release_date_date, r.release_date_precision)"
+SCREENSHOT_COLUMNS = {
+    f"{size}_{what}": "text" if what == "url" else "int"
+    for size in ("original", "standard", "thumbnail")
+    for what in ("url", "width", "height")
+}
+UPSTREAM = storage.Upstream(
+    tables={
+        "productions_production": {
+            "id": "int",
+            "title": "text",
+            "supertype": "text",
+            "release_date_date": "date",
+            "release_date_precision": "text",
+            "sortable_title": "text",
+            "created_at": "timestamp",
+            "updated_at": "timestamp",
+        },
+        "productions_production_platforms": {"production_id": "int", "platform_id": "int"},
+        "productions_production_types": {"production_id": "int", "productiontype_id": "int"},
+        "productions_production_author_nicks": {"production_id": "int", "nick_id": "int"},
+        "productions_production_author_affiliation_nicks": {
+            "production_id": "int",
+            "nick_id": "int",
+        },
+        "productions_credit": {
+            "category": "text",
+            "role": "text",
+            "nick_id": "int",
+            "production_id": "int",
+        },
+        "productions_productionlink": {
+            "link_class": "text",
+            "parameter": "text",
+            "is_download_link": "bool",
+            "production_id": "int",
+        },
+        "productions_screenshot": {"production_id": "int", **SCREENSHOT_COLUMNS},
+    },
+    foreign_keys=(
+        ("productions_production_platforms", "production_id", "productions_production"),
+        ("productions_production_platforms", "platform_id", "platforms_platform"),
+        ("productions_production_types", "production_id", "productions_production"),
+        ("productions_production_types", "productiontype_id", "productions_productiontype"),
+        ("productions_production_author_nicks", "production_id", "productions_production"),
+        ("productions_production_author_nicks", "nick_id", "demoscene_nick"),
+        (
+            "productions_production_author_affiliation_nicks",
+            "production_id",
+            "productions_production",
+        ),
+        ("productions_production_author_affiliation_nicks", "nick_id", "demoscene_nick"),
+        ("productions_credit", "nick_id", "demoscene_nick"),
+        ("productions_credit", "production_id", "productions_production"),
+        ("productions_productionlink", "production_id", "productions_production"),
+        ("productions_screenshot", "production_id", "productions_production"),
+    ),
+    required={"productions_production": ("title", "supertype", "sortable_title")},
+    choices={"productions_production": {"supertype": SUPERTYPES}},
+    tags=("productions", "production"),
+    fills=(
+        storage.Fill(
+            tables.productions,
+            {
+                "id": "r.id",
+                "title": "r.title",
+                "release_date": RELEASE_DATE,
+                "supertype": "r.supertype",
+                "tags": "{tags}",
+                "created_at": "r.created_at",
+                "updated_at": "r.updated_at",
+                "sortable_title": "r.sortable_title",
+                "title_key": "py_lower(r.title)",
+                "release_date_key": f"date_key({RELEASE_DATE})",
+                # A screenshot counts once it has a thumbnail, as upstream.
+                "has_screenshot": "EXISTS (SELECT 1 FROM stage.productions_screenshot s "
+                "WHERE s.production_id = r.id AND s.thumbnail_url != '')",
+            },
+            "FROM stage.productions_production r",
+        ),
+        _production_nicks("author", "productions_production_author_nicks"),
+        _production_nicks("affiliation", "productions_production_author_affiliation_nicks"),
+        storage.Fill(
+            tables.production_platforms,
+            {
+                "production_id": "l.production_id",
+                "position": "row_number() OVER (PARTITION BY l.production_id "
+                "ORDER BY py_lower(p.name), l.line)",
+                "platform_id": "l.platform_id",
+            },
+            "FROM stage.productions_production_platforms l "
+            "JOIN stage.platforms_platform p ON p.id = l.platform_id",
+        ),
+        storage.Fill(
+            tables.production_type_links,
+            {
+                "production_id": "l.production_id",
+                "position": "row_number() OVER (PARTITION BY l.production_id "
+                "ORDER BY t.path, l.line)",
+                "production_type_id": "l.productiontype_id",
+            },
+            "FROM stage.productions_production_types l "
+            "JOIN stage.productions_productiontype t ON t.id = l.productiontype_id",
+        ),
+        storage.Fill(
+            tables.credits,
+            {
+                "production_id": "c.production_id",
+                "position": "row_number() OVER (PARTITION BY c.production_id ORDER BY c.line)",
+                "name": "n.name",
+                "abbreviation": "coalesce(n.abbreviation, '')",
+                "releaser_id": "n.releaser_id",
+                "category": "coalesce(c.category, '')",
+                "role": "coalesce(c.role, '')",
+            },
+            "FROM stage.productions_credit c JOIN stage.demoscene_nick n ON n.id = c.nick_id",
+        ),
+        # Download links by class, then external links with BaseUrl first, then by class.
+        storage.Links(
+            tables.production_links,
+            "productions_productionlink",
+            "production_id",
+            order="NOT is_download_link, CASE WHEN is_download_link THEN link_class "
+            "ELSE external_links_key(link_class) END",
+            columns={"is_download": "is_download_link"},
+        ),
+        storage.Fill(
+            tables.screenshots,
+            {
+                "production_id": "production_id",
+                "position": "row_number() OVER (PARTITION BY production_id ORDER BY line)",
+                **{
+                    column: f"coalesce({column}, '')" if kind == "text" else column
+                    for column, kind in SCREENSHOT_COLUMNS.items()
+                },
+            },
+            "FROM stage.productions_screenshot",
+        ),
+    ),
+)
+
+
 class Productions(Resource):
     name = "productions"
     title = "Production"
@@ -287,7 +446,7 @@ class Productions(Resource):
     schema = ProductionSchema()
     detail_schema = ProductionDetailSchema()
     record_schema = ProductionRecord()
-    written_by_other_side = ("release_parties", "invitation_parties", "competition_placings")
+    upstream = UPSTREAM
     derived_columns = {
         **storage.TIMESTAMPS,
         "sortable_title": ("title", sortable_title),
@@ -306,6 +465,23 @@ class Productions(Resource):
             reference=("production_type_id", "production_types"),
         ),
         storage.Owned("screenshots", tables.screenshots),
+        storage.Owned(
+            "author_nicks", tables.production_nicks, nick="", constant={"role": "author"}
+        ),
+        storage.Owned(
+            "author_affiliation_nicks",
+            tables.production_nicks,
+            nick="",
+            constant={"role": "affiliation"},
+        ),
+        storage.Owned("credits", tables.credits, nick="nick"),
+        storage.Owned("download_links", tables.production_links, constant={"is_download": True}),
+        storage.Owned(
+            "external_links",
+            tables.production_links,
+            constant={"is_download": False},
+            after="download_links",
+        ),
     )
 
     def search_statement(self):

@@ -147,11 +147,108 @@ class Releasers(Resource):
     schema = ReleaserSchema()
     detail_schema = ReleaserDetailSchema()
     record_schema = ReleaserRecord()
-    written_by_other_side = ("members", "subgroups")
+    summarised = True  # a nick's releaser summary may create one
     derived_columns = {**storage.NAME_KEY, **storage.TIMESTAMPS}
     owns = (
         storage.Owned("nicks", tables.releaser_nicks),
         storage.Owned("external_links", tables.releaser_links),
+    )
+    upstream = storage.Upstream(
+        tables={
+            "demoscene_releaser": {
+                "id": "int",
+                "name": "text",
+                "is_group": "bool",
+                "country_code": "text",
+                "created_at": "timestamp",
+                "updated_at": "timestamp",
+            },
+            "demoscene_nick": {
+                "id": "int",
+                "name": "text",
+                "abbreviation": "text",
+                "releaser_id": "int",
+            },
+            "demoscene_nickvariant": {"name": "text", "nick_id": "int"},
+            "demoscene_membership": {"is_current": "bool", "group_id": "int", "member_id": "int"},
+            "demoscene_releaserexternallink": {
+                "link_class": "text",
+                "parameter": "text",
+                "releaser_id": "int",
+            },
+        },
+        foreign_keys=(
+            ("demoscene_nick", "releaser_id", "demoscene_releaser"),
+            ("demoscene_nickvariant", "nick_id", "demoscene_nick"),
+            ("demoscene_membership", "group_id", "demoscene_releaser"),
+            ("demoscene_membership", "member_id", "demoscene_releaser"),
+            ("demoscene_releaserexternallink", "releaser_id", "demoscene_releaser"),
+        ),
+        required={
+            "demoscene_releaser": ("name", "is_group"),
+            "demoscene_nick": ("name", "releaser_id"),
+        },
+        fills=(
+            storage.Fill(
+                tables.releasers,
+                {
+                    "id": "id",
+                    "name": "name",
+                    "is_group": "is_group",
+                    "country_code": "empty_to_none(country_code)",
+                    "created_at": "created_at",
+                    "updated_at": "updated_at",
+                    "name_key": "name_key(name)",
+                },
+                "FROM stage.demoscene_releaser",
+            ),
+            # Each releaser's nicks by name, with their variants by name.
+            storage.Fill(
+                tables.releaser_nicks,
+                {
+                    "releaser_id": "n.releaser_id",
+                    "position": "row_number() OVER (PARTITION BY n.releaser_id "
+                    "ORDER BY n.name, n.line)",
+                    "name": "n.name",
+                    "abbreviation": "coalesce(n.abbreviation, '')",
+                    "variants": "coalesce((SELECT json_group_array(name) FROM (SELECT v.name "
+                    "FROM stage.demoscene_nickvariant v WHERE v.nick_id = n.id "
+                    "ORDER BY v.name, v.line)), '[]')",
+                },
+                "FROM stage.demoscene_nick n",
+            ),
+            # Nested lists joined to the releaser table follow its rows' order (UPSTREAM.md).
+            storage.Fill(
+                tables.memberships,
+                {
+                    "member_id": "m.member_id",
+                    "group_id": "m.group_id",
+                    "is_current": "m.is_current",
+                    "member_position": "row_number() OVER (PARTITION BY m.member_id "
+                    "ORDER BY g.line, m.line)",
+                    "group_position": "row_number() OVER (PARTITION BY m.group_id "
+                    "ORDER BY r.line, m.line)",
+                },
+                "FROM stage.demoscene_membership m "
+                "JOIN stage.demoscene_releaser g ON g.id = m.group_id "
+                "JOIN stage.demoscene_releaser r ON r.id = m.member_id "
+                "WHERE true ON CONFLICT DO NOTHING",
+            ),
+            storage.Links(tables.releaser_links, "demoscene_releaserexternallink", "releaser_id"),
+        ),
+    )
+    relations = (
+        storage.Both(
+            tables.memberships,
+            storage.Side("releasers", (("member_of", "group"),), "member_id", "member_position"),
+            storage.Side(
+                "releasers",
+                (("members", "member"), ("subgroups", "subgroup")),
+                "group_id",
+                "group_position",
+            ),
+            names=("member", "group"),
+        ),
     )
 
     def complete_detail(self, build, rows):
