@@ -19,8 +19,8 @@ time in the server (``Turns``, one an app, and ``ServerTurn`` across the process
 of a server such as gunicorn). How many requests may wait for that turn depends on what
 the server can afford: with T threads a process (``SERVER_THREADS``, which
 ``demoserv-serve`` sets itself and waitress's thread names tell), at most T // 2 - 1
-wait, at most ``WAIT_SECONDS`` each, so that at least half the threads stay free; a
-request whose turn another process holds does not wait; where the thread count is unknown,
+wait, at most ``WAIT_SECONDS`` each, so that at least half the threads stay free (for
+a turn another process holds as well); where the thread count is unknown,
 or the server runs one request at a time (``wsgi.multithread`` false), none waits. A
 request that may not wait is answered at once with 503 and ``Retry-After`` (``Busy``).
 While others want turns, finding listings takes at most ``LISTING_SHARE`` of the time;
@@ -59,6 +59,7 @@ CHUNK = 20_000  # rows read at a time when the columns are built
 TEXT_SEPARATOR = b"\n"
 TEXT_BLOCK = 8
 WAIT_SECONDS = 2.0  # the longest a request waits for its turn to find a new listing
+SERVER_TURN_POLL = 0.005  # seconds between two asks for a turn another process holds
 LISTING_SHARE = 0.25  # the most of the time that finding new listings may take
 ONE_AT_A_TIME_SHARE = 0.1  # the same, in a server that runs one request at a time
 # How much lower than the process's own the CPU priority (nice) of the thread new
@@ -186,6 +187,17 @@ class Turns:
             self._time.free_at = ended + (ended - started) * (1 / share - 1) if wanted else 0
             self._give_back()
 
+    def _server_turn(self, waiters, deadline):
+        """The turn across the server's processes: at once, or where requests may wait,
+        asked for again every ``SERVER_TURN_POLL`` seconds until ``deadline`` (a lock on
+        a file cannot be waited for with a time limit). The waiting request holds this
+        process's turn, so the bound on waiting requests holds across processes too."""
+        while not self._server.acquire():
+            if not waiters or self._clock() >= deadline:
+                return False
+            self._sleep(SERVER_TURN_POLL)
+        return True
+
     def _give_back(self):
         if self._server is not None:
             self._server.release()
@@ -197,6 +209,7 @@ class Turns:
         raise Busy
 
     def _take(self, waiters):
+        deadline = self._clock() + WAIT_SECONDS
         if not self._turn.acquire(blocking=False):
             with self._guard:
                 if self._waiting >= waiters:
@@ -209,7 +222,7 @@ class Turns:
             finally:
                 with self._guard:
                     self._waiting -= 1
-        if self._server is not None and not self._server.acquire():
+        if self._server is not None and not self._server_turn(waiters, deadline):
             self._turn.release()  # another process is finding a listing
             self._turn_away()
         rest = self._time.free_at - self._clock()

@@ -254,28 +254,50 @@ sys.stdin.readline()
 
 def test_one_listing_is_found_at_a_time_across_the_server_processes(tmp_path):
     """gunicorn's workers each have their app: while one finds a listing, a new listing
-    in another is a 503 at once, even where requests may wait (no thread is held for a
-    turn another process has); its rest is kept across them too."""
+    in another is a 503 at once where requests may not wait (a sync worker), and waits
+    at most WAIT_SECONDS where they may; the rest a turn earns is kept across them."""
     clock = Clock()
     database = tmp_path / "catalogue.sqlite3"
 
-    def worker():
+    def worker(sleep=clock.sleep):
         server = listing.ServerTurn(f"{database}{listing.TURN_SUFFIX}")
-        return listing.Turns(16, clock=clock, sleep=clock.sleep, server=server)
+        return listing.Turns(16, clock=clock, sleep=sleep, server=server)
 
     first, second = worker(), worker()
+    began = clock.now
     with first.turn(multithread=False):
-        with pytest.raises(listing.Busy):
+        with pytest.raises(listing.Busy):  # a sync worker: at once
+            second.turn(multithread=False).__enter__()
+        assert clock.slept == []
+        with pytest.raises(listing.Busy):  # a threaded one: after waiting its time
             second.turn().__enter__()
+        assert sum(clock.slept) == pytest.approx(listing.WAIT_SECONDS, abs=listing.SERVER_TURN_POLL)
+        assert set(clock.slept) == {listing.SERVER_TURN_POLL}
         clock.now += 0.2
+    took = clock.now - began
+    clock.slept.clear()
     with pytest.raises(listing.Busy):  # the rest that first's turn earned, in second
         second.turn(multithread=False).__enter__()
-    clock.now += 0.2 * ONE_AT_A_TIME_REST + 0.01
+    clock.now += took * ONE_AT_A_TIME_REST + 0.01
     with second.turn(multithread=False):
         pass
     assert clock.slept == []
     assert second._turn.acquire(blocking=False)  # given back after the 503s
     second._turn.release()
+
+    # A threaded worker waiting for the turn gets it once the other gives it back.
+    holding = first.turn(multithread=False)
+    holding.__enter__()
+
+    def other_ends(seconds):
+        clock.sleep(seconds)
+        if len(clock.slept) == 3:
+            holding.__exit__(None, None, None)
+
+    waiting = worker(sleep=other_ends)
+    with waiting.turn():  # after three asks, and the rest the other's turn earned
+        pass
+    assert clock.slept[:3] == [listing.SERVER_TURN_POLL] * 3 and len(clock.slept) == 4
 
     # Another process holding the turn (an exclusive lock on the file beside the
     # database, as a worker finding a listing holds it).
@@ -287,11 +309,11 @@ def test_one_listing_is_found_at_a_time_across_the_server_processes(tmp_path):
     ) as process:
         assert process.stdout.readline() == "held\n"
         with pytest.raises(listing.Busy):
-            first.turn().__enter__()
+            first.turn(multithread=False).__enter__()
         process.stdin.write("\n")
         process.stdin.flush()
         assert process.wait(timeout=30) == 0
-    with first.turn():  # the other process has ended: the turn is free
+    with first.turn(multithread=False):  # the other process has ended: the turn is free
         pass
 
 
