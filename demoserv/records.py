@@ -171,3 +171,21 @@ class NamedReleaserRecord(RecordSchema):
     """A releaser as memberships and BBS staff give it: its name is not checked."""
 
     id = id_field()
+
+
+class ResultRecord(RecordSchema):
+    position = StrictInteger(required=True, allow_none=True)
+    ranking = text()
+    score = text()
+    production = Reference(required=True)
+
+
+class CompetitionRecord(RecordSchema):
+    """A party's competition, as a party's record nests it."""
+
+    id = id_field()
+    name = text()
+    shown_date = partial_date(allow_none=True, load_default=None)
+    platform = Reference(PlatformRecord(), allow_none=True, load_default=None)
+    production_type = Reference(ProductionTypeRecord(), allow_none=True, load_default=None)
+    results = optional_list(fields.Nested(ResultRecord))

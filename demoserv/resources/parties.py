@@ -14,16 +14,11 @@ from .summaries import (
     PlatformSchema,
     ProductionSchema,
     ProductionTypeSchema,
+    ResultSchema,
+    competition_results,
     nested_list,
     service_url,
 )
-
-
-class ResultSchema(Schema):
-    position = fields.Integer(allow_none=True)
-    ranking = fields.String()
-    score = fields.String()
-    production = fields.Nested(ProductionSchema)
 
 
 class CompetitionSchema(Schema):
@@ -63,24 +58,6 @@ class PartyDetailSchema(PartySchema):
         )
 
 
-class ResultRecord(records.RecordSchema):
-    position = records.StrictInteger(required=True, allow_none=True)
-    ranking = records.text()
-    score = records.text()
-    production = records.Reference(required=True)
-
-
-class CompetitionRecord(records.RecordSchema):
-    id = records.id_field()
-    name = records.text()
-    shown_date = records.partial_date(allow_none=True, load_default=None)
-    platform = records.Reference(records.PlatformRecord(), allow_none=True, load_default=None)
-    production_type = records.Reference(
-        records.ProductionTypeRecord(), allow_none=True, load_default=None
-    )
-    results = records.optional_list(fields.Nested(ResultRecord))
-
-
 class PartyRecord(records.RecordSchema):
     id = records.id_field()
     name = records.text()
@@ -96,7 +73,7 @@ class PartyRecord(records.RecordSchema):
     party_series = records.Reference(allow_none=True, load_default=None)
     invitations = records.relation(records.Reference())
     releases = records.relation(records.Reference())
-    competitions = records.relation(fields.Nested(CompetitionRecord))
+    competitions = records.relation(fields.Nested(records.CompetitionRecord))
     external_links = records.optional_list(fields.Nested(records.LinkRecord))
 
 
@@ -404,7 +381,6 @@ RELEASES = _productions(tables.party_releases)
 COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
     tables.competitions.c.id  # of those known only from placings
 )
-RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
 LINKS = owned_rows(tables.party_links, "party_id")
 
 
@@ -464,15 +440,12 @@ class Parties(Resource):
         for row in rows:
             row["party_series"] = series.get(row["party_series_id"])
         competitions = build.rows(COMPETITIONS, ids)
-        results = {}
-        for row in build.rows(RESULTS, [row["id"] for row in competitions]):
-            results.setdefault(row["competition_id"], []).append(row)
+        results = competition_results(build, [row["id"] for row in competitions])
         links = {
             field: build.rows(statement, ids)
             for field, statement in (("invitations", INVITATIONS), ("releases", RELEASES))
         }
         wanted = {row["production_id"] for rows in links.values() for row in rows}
-        wanted.update(row["production_id"] for rows in results.values() for row in rows)
         productions = build.records("productions", wanted)
         platforms = build.records("platforms", {row["platform_id"] for row in competitions})
         types = build.records(
@@ -489,15 +462,7 @@ class Parties(Resource):
                     "shown_date": row["shown_date"],
                     "platform": platforms.get(row["platform_id"]),
                     "production_type": types.get(row["production_type_id"]),
-                    "results": [
-                        {
-                            "position": result["position"],
-                            "ranking": result["ranking"],
-                            "score": result["score"],
-                            "production": productions[result["production_id"]],
-                        }
-                        for result in results.get(row["id"], ())
-                    ],
+                    "results": results.get(row["id"], []),
                 }
             )
         for row in build.rows(LINKS, ids):
