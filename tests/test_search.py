@@ -230,7 +230,7 @@ def _columns(texts):
     columns = listing.Columns.__new__(listing.Columns)
     columns.arrays = arrays
     columns.ids = np.arange(len(texts), dtype=np.int64)
-    columns._byte_counts = None
+    columns._byte_counts = np.bincount(arrays["search:text"], minlength=256)
     return columns
 
 
