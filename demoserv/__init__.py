@@ -7,45 +7,17 @@ import os
 import sys
 from pathlib import Path
 
-import click
 from flask import Flask
 
-from . import access_log, db, errors, listing, openapi, pipeline, rendering, status
-from .catalogue import CatalogueError, load_catalogue
-from .catalogue import cli as catalogue_cli
+from . import access_log, cli, db, errors, listing, openapi, pipeline, rendering, settings, status
+from .catalogue import CatalogueError, load_catalogue, provenance
 from .catalogue.install import InstallError
 from .resources import BLUEPRINTS
-from .shared import SERVICE_URL_FIELDS
-from .version import __version__
+from .version import __version__ as __version__
 
 log = logging.getLogger(__name__)
 
-# The seed catalogue: in a built package as demoserv/seed (pyproject.toml maps seed/
-# there), and read from the top of the repository in a checkout (an editable install).
-PACKAGED_SEED = Path(__file__).resolve().parent / "seed"
-CHECKOUT_SEED = Path(__file__).resolve().parent.parent / "seed"
-
-DEFAULTS = {
-    # The SQLite file served; a relative path is inside the instance folder.
-    "DATABASE": "demoserv.sqlite3",
-    # Base of every service_url: the public site whose pages the records mirror.
-    "SITE_URL": "https://demozoo.org",
-    # Catalogue folder loaded when DATABASE does not exist yet; "" disables it.
-    "SEED_DIR": str(PACKAGED_SEED if PACKAGED_SEED.is_dir() else CHECKOUT_SEED),
-    # Number of proxies in front whose X-Forwarded-Proto/-Host/-Port/-Prefix to trust.
-    "TRUSTED_PROXIES": 0,
-    # Host names served (Flask's setting); None serves any. Set it in production.
-    "TRUSTED_HOSTS": None,
-    # Seconds that clients and caches may reuse an answer (Cache-Control max-age).
-    "CACHE_MAX_AGE": 300,
-    # The name of the field holding a record's public page: "service_url", or the
-    # upstream's own "demozoo_url" for programs written for the upstream API.
-    "SERVICE_URL_FIELD": "service_url",
-    # Threads each server process runs requests on, where the server cannot say
-    # (demoserv-serve says): up to half of them may wait for a turn to find a new
-    # listing. None: new listings never wait, and get 503 while one is being found.
-    "SERVER_THREADS": None,
-}
+DEFAULTS = settings.DEFAULTS
 
 
 # Seconds a thread may hold the interpreter while others want it (Python's default: 5 ms).
@@ -74,10 +46,11 @@ def give_back_large_blocks(libc=None):
     return mallopt is not None and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
 
 
-def create_app(test_config=None, instance_path=None):
+def create_app(test_config=None, instance_path=None, database=None):
     """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
     environment variables; a test config replaces the last two. ``instance_path``
-    replaces the checkout's ``instance/`` folder."""
+    replaces the checkout's ``instance/`` folder, ``database`` (``--database``) the
+    ``DATABASE`` setting. A bad setting raises ``settings.SettingError``."""
     app = Flask(__name__, instance_path=instance_path, instance_relative_config=True)
     app.config.from_mapping(DEFAULTS)
     if test_config is None:
@@ -85,11 +58,10 @@ def create_app(test_config=None, instance_path=None):
         app.config.from_prefixed_env("DEMOSERV")
     else:
         app.config.from_mapping(test_config)
-    if app.config["SERVICE_URL_FIELD"] not in SERVICE_URL_FIELDS:
-        raise ValueError(
-            f"SERVICE_URL_FIELD is {app.config['SERVICE_URL_FIELD']!r}: expected one of "
-            + ", ".join(SERVICE_URL_FIELDS)
-        )
+    if database is not None:
+        app.config["DATABASE"] = str(database)
+    settings.check(app.config, os.path.join(app.instance_path, "config.py"))
+    app.config["DATABASE"] = str(db.resolve_database(app.config["DATABASE"], app.instance_path))
     try:
         os.makedirs(app.instance_path, exist_ok=True)
     except OSError as error:
@@ -105,40 +77,40 @@ def create_app(test_config=None, instance_path=None):
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(status.bp)
-    catalogue_cli.init_app(app)
-    app.cli.add_command(version_command)
-    _seed_first_run(app)
+    cli.init_app(app)
     return app
 
 
-def serving_app():
-    """The app as a server process runs it (``waitress-serve --call
+def serving_app(replace=False):
+    """The app as a server process runs it (``demoserv serve``, ``waitress-serve --call
     demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
-    process, which ``create_app`` leaves alone: the access log on standard error (unless
-    logging is configured already); what start-up allocated kept out of the cyclic
-    collector's full passes, which would otherwise walk it while serving; a shorter
-    interpreter switch interval (``SWITCH_INTERVAL``); and large blocks given back to
-    the system when freed (``give_back_large_blocks``)."""
+    process, which ``create_app`` leaves alone: the log on standard error (unless
+    logging is configured already); the database built from the seed catalogue on the
+    first start (or loaded from it when ``replace`` and the database serves another);
+    what start-up allocated kept out of the cyclic collector's full passes, which would
+    otherwise walk it while serving; a shorter interpreter switch interval
+    (``SWITCH_INTERVAL``); and large blocks given back to the system when freed
+    (``give_back_large_blocks``)."""
     app = create_app()
     access_log.configure(app)
+    build_from_seed(app, replace=replace)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
     return app
 
 
-@click.command("version")
-def version_command():
-    """Show the version of demoserv."""
-    click.echo(f"demoserv {__version__}")
-
-
-def _seed_first_run(app):
-    """Build the database from the seed catalogue the first time the app starts."""
+def build_from_seed(app, replace=False):
+    """Build the database from the seed catalogue (``SEED_DIR``) when it does not exist:
+    the first start of a server; with ``replace``, also when it was loaded from another
+    source. Commands that only read never call it."""
     path = db.database_path(app)
     seed = app.config["SEED_DIR"]
-    if not seed or os.path.lexists(path):
+    if not seed:
         return
+    if os.path.lexists(path):
+        if not replace or provenance.read(path).get("path") == str(Path(seed).resolve()):
+            return
     if not os.path.isdir(seed):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)
         return

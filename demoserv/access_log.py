@@ -1,6 +1,9 @@
-"""One JSON line per request on the ``demoserv.access`` logger: method, path, status,
-duration and size, for a log shipper to parse. Server errors are logged with their
-traceback by ``errors``; nothing of them reaches the client.
+"""The log: JSON lines on standard error, one format for the service's own lines, the
+server's (waitress's) and the access lines, for a log shipper to parse. Every line has
+``time`` (UTC, ISO 8601), ``level`` and ``logger``; an access line (logger
+``demoserv.access``, one per request) adds ``client``, ``method``, ``path``, ``query``,
+``status``, ``bytes``, ``ms`` and ``user_agent``; any other line adds ``message`` (and
+``traceback`` for a server error, logged by ``errors``; nothing of it reaches the client).
 
 Requests turned away while new listings are being found for others (503, ``listing``
 marks them ``TURNED_AWAY``) are logged at most one a second: a client that sends new
@@ -8,6 +11,7 @@ listings without pause would otherwise fill the log, and writing it would take t
 the turn-away saves. The next line logged says how many were left out
 (``"turned_away"``)."""
 
+import datetime
 import json
 import logging
 import threading
@@ -93,31 +97,53 @@ class _Logged:
         if left_out is None:
             return
         line = {
+            "client": environ.get("REMOTE_ADDR", ""),
             "method": environ.get("REQUEST_METHOD", ""),
             "path": environ.get("PATH_INFO", ""),
             "query": environ.get("QUERY_STRING", "")[:500],
             "status": self.status.get("code"),
-            "ms": round((time.perf_counter() - self.started) * 1000, 2),
             "bytes": self.size,
+            "ms": round((time.perf_counter() - self.started) * 1000, 2),
+            "user_agent": environ.get("HTTP_USER_AGENT", "")[:500],
         }
         if left_out:
             line["turned_away"] = left_out
-        log.info(json.dumps(line, ensure_ascii=False))
+        # The message alone is the access line's JSON too, for handlers of other formats.
+        log.info(json.dumps(line, ensure_ascii=False), extra={"access": line})
+
+
+class JSONLines(logging.Formatter):
+    """A log record as one JSON line (see the module's docstring)."""
+
+    def format(self, record):
+        line = {
+            "time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+        }
+        access = getattr(record, "access", None)
+        if access is not None:
+            line.update(access)
+        else:
+            line["message"] = record.getMessage()
+            if record.exc_info:
+                line["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
 
 
 def configure(app):
-    """Log to standard error when nothing else has configured logging (waitress-serve,
-    flask run); tests and embedding applications keep their own configuration."""
+    """Log the service's and the server's lines as JSON lines on standard error, when
+    nothing else has configured logging (demoserv serve, waitress-serve, flask run);
+    tests and embedding applications keep their own configuration."""
     package = logging.getLogger("demoserv")
     if app.testing or package.handlers or logging.getLogger().handlers:
         return
-    package.setLevel(logging.INFO)
-    package.propagate = False  # a server may configure the root logger later
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    package.addHandler(handler)
-    access = logging.getLogger("demoserv.access")
-    access.propagate = False
-    access_handler = logging.StreamHandler()
-    access_handler.setFormatter(logging.Formatter("%(message)s"))
-    access.addHandler(access_handler)
+    handler.setFormatter(JSONLines())
+    for name in ("demoserv", "waitress"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # a server may configure the root logger later
+        logger.addHandler(handler)

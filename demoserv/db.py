@@ -184,15 +184,35 @@ class Database:
             previous.engine.dispose()
         log.info("serving catalogue %s loaded at %s", info["version"], info["loaded_at"])
 
+    def describe(self):
+        """What is served, in a few words, for the start-up line."""
+        try:
+            return f"catalogue version {self.current().version}"
+        except CatalogueUnavailable as error:
+            return f"no catalogue ({error.detail})"
+
     def close(self):
         if self._current is not None:
             self._current.engine.dispose()
             self._current = None
 
 
+DEFAULT_DATABASE = "demoserv.sqlite3"  # in the instance folder, when no database is named
+
+
+def resolve_database(named, instance_path):
+    """The one rule for where the database is, whether named by ``--database``,
+    ``DEMOSERV_DATABASE`` or ``DATABASE`` in ``instance/config.py``: a relative path is
+    taken from the current folder; with none named, ``demoserv.sqlite3`` in the
+    instance folder."""
+    if named is None or named == "":
+        return Path(instance_path) / DEFAULT_DATABASE
+    return Path(os.path.abspath(os.path.expanduser(str(named))))
+
+
 def database_path(app):
-    path = Path(app.config["DATABASE"])
-    return path if path.is_absolute() else Path(app.instance_path) / path
+    """The database file, absolute (``create_app`` resolved it once)."""
+    return Path(app.config["DATABASE"])
 
 
 def get_database():

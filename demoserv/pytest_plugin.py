@@ -1,4 +1,4 @@
-"""pytest fixtures for client projects: a real ``demoserv-serve`` on a free loopback port.
+"""pytest fixtures for client projects: a real ``demoserv serve`` on a free loopback port.
 
 Installed with the package (entry point ``pytest11``); a project that lists demoserv
 among its test dependencies has them with nothing to configure::
@@ -8,7 +8,9 @@ among its test dependencies has them with nothing to configure::
 
 ``demoserv_url`` is the server's base URL (``http://127.0.0.1:PORT``), ``demoserv_server``
 the server itself (``url``, ``pid``, ``database``, ``log``). It serves the seed catalogue,
-or the catalogue folder or upstream export file (``.sql.gz``) named by
+the package's sample catalogue (``sample``: about 2,350 productions with credits, links,
+screenshots, competitions and memberships), or the catalogue folder or upstream export
+file (``.sql.gz``) named by
 
 - the ini option ``demoserv_catalogue`` (relative to the ini file), or
 - the ``demoserv_catalogue`` fixture: override it in a ``conftest.py``, or parametrize it
@@ -16,7 +18,7 @@ or the catalogue folder or upstream export file (``.sql.gz``) named by
 
 One server per catalogue per session, with a database of its own in pytest's temporary
 folder, started once it is first asked for and stopped by its process id when the
-session ends.
+session ends. A catalogue that cannot be served stops the session with one line.
 """
 
 import os
@@ -27,13 +29,15 @@ from pathlib import Path
 
 import pytest
 
+from .settings import packaged_catalogue
+
 START_TIMEOUT = 60  # seconds for a named catalogue to load, and again for the server to start
 STOP_TIMEOUT = 30  # seconds the server has to exit once told to
 READY_CHECK_INTERVAL = 0.005  # seconds between looks for the ready file
 
 
 class DemoservServer:
-    """``demoserv-serve`` in a process of its own on a free 127.0.0.1 port, with its
+    """``demoserv serve`` in a process of its own on a free 127.0.0.1 port, with its
     database, ready file and log in ``folder``; serves ``catalogue`` (a catalogue folder
     or an export file), or the seed catalogue when it is None."""
 
@@ -61,7 +65,8 @@ class DemoservServer:
         command = [
             sys.executable,
             "-m",
-            "demoserv.serving",
+            "demoserv",
+            "serve",
             "--listen=127.0.0.1:0",
             f"--database={self.database}",
             f"--ready-file={self.ready_file}",
@@ -81,8 +86,8 @@ class DemoservServer:
         if not self.catalogue.exists():
             raise DemoservError(f"demoserv_catalogue: {self.catalogue} does not exist")
         loaded = subprocess.run(
-            [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(self.catalogue)],
-            env={**environment, "DEMOSERV_DATABASE": str(self.database)},
+            [sys.executable, "-m", "demoserv", "load", "--database", self.database, self.catalogue],
+            env=environment,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -90,7 +95,7 @@ class DemoservServer:
         )
         if loaded.returncode != 0:
             raise DemoservError(
-                f"demoserv could not load {self.catalogue}:\n{loaded.stderr or loaded.stdout}"
+                f"demoserv could not load {self.catalogue}: {loaded.stderr or loaded.stdout}"
             )
 
     def _wait_until_ready(self):
@@ -100,12 +105,12 @@ class DemoservServer:
         while not self.ready_file.exists():
             if self.process.poll() is not None:
                 raise DemoservError(
-                    f"demoserv-serve stopped (exit {self.process.returncode}) before it was "
+                    f"demoserv serve stopped (exit {self.process.returncode}) before it was "
                     f"ready:\n{self._log_tail()}"
                 )
             if time.monotonic() > deadline:
                 raise DemoservError(
-                    f"demoserv-serve was not ready within {self.timeout} s:\n{self._log_tail()}"
+                    f"demoserv serve was not ready within {self.timeout} s:\n{self._log_tail()}"
                 )
             time.sleep(READY_CHECK_INTERVAL)
         return self.ready_file.read_text(encoding="utf-8").splitlines()[0]
@@ -140,8 +145,8 @@ class DemoservError(Exception):
 def pytest_addoption(parser):
     parser.addini(
         "demoserv_catalogue",
-        "catalogue folder or upstream export file (.sql.gz) for the demoserv fixtures to "
-        "serve, relative to the ini file; the seed catalogue when empty",
+        "catalogue for the demoserv fixtures to serve: seed (the default), sample, or a "
+        "catalogue folder or upstream export file (.sql.gz) relative to the ini file",
         default="",
     )
 
@@ -149,27 +154,31 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def demoserv_catalogue(request):
     """The catalogue the demoserv server serves: a catalogue folder or export file, or
-    None for the seed. An indirect parameter wins (relative to the rootdir), then the ini
-    option ``demoserv_catalogue``; override this fixture to choose otherwise."""
+    None for the seed; ``sample`` is the package's sample catalogue. An indirect
+    parameter wins (relative to the rootdir), then the ini option
+    ``demoserv_catalogue``; override this fixture to choose otherwise."""
     config = request.config
     if hasattr(request, "param"):
         value, base = request.param, config.rootpath
     else:
         value = config.getini("demoserv_catalogue")
         base = config.inipath.parent if config.inipath else config.rootpath
-    if value is None or value == "":
+    if value in (None, "", "seed"):
         return None
+    if value == "sample":
+        return packaged_catalogue("sample")
     return base / Path(value)
 
 
 @pytest.fixture(scope="session")
 def demoserv_server(demoserv_catalogue, tmp_path_factory):
-    """A running ``demoserv-serve`` serving ``demoserv_catalogue``; stopped at session end."""
+    """A running ``demoserv serve`` serving ``demoserv_catalogue``; stopped at session end.
+    If it cannot start, the session stops: every test would fail for the same reason."""
     server = DemoservServer(tmp_path_factory.mktemp("demoserv"), demoserv_catalogue)
     try:
         server.start()
     except DemoservError as error:
-        pytest.fail(str(error), pytrace=False)
+        pytest.exit(str(error), returncode=pytest.ExitCode.TESTS_FAILED)
     try:
         yield server
     finally:

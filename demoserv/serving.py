@@ -22,7 +22,6 @@ locks others out is running out of slots: waitress stops accepting at
   second request (request smuggling behind a proxy that reads the length otherwise).
 """
 
-import argparse
 import logging
 import os
 import resource
@@ -148,96 +147,15 @@ def make_server(app, *, request_timeout=REQUEST_TIMEOUT, **settings):
     return server
 
 
-def _positive(kind):
-    def parse(text):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text}: must be more than 0")
-        return value
-
-    return parse
-
-
-def _epilog():
-    from flask import Flask
-
-    # Flask's choice for this installation: <prefix>/var/demoserv-instance for an
-    # installed package, the checkout's instance/ for an editable install.
-    instance = Flask("demoserv").instance_path
-    return (
-        "The database served is the file named by --database, else by DEMOSERV_DATABASE "
-        f"(relative to the instance folder), else demoserv.sqlite3 in the instance folder, "
-        f"here {instance}. On the first start, when that file does not exist, it is built "
-        "from the seed catalogue (DEMOSERV_SEED_DIR; empty to disable). Other settings: "
-        "DEMOSERV_* variables (see README, 'Configuration')."
-    )
-
-
-def parse_arguments(argv=None):
-    from . import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="demoserv-serve",
-        description="Serve the catalogue API with waitress, with settings for direct "
-        "exposure to clients (see README, 'Replicas and a cache').",
-        epilog=_epilog(),
-    )
-    parser.add_argument("--version", action="version", version=f"demoserv {__version__}")
-    parser.add_argument(
-        "--listen",
-        action="append",
-        help="HOST:PORT to listen on (repeat for several; default 127.0.0.1:8080)",
-    )
-    number = _positive(int)
-    options = (
-        ("threads", number, "worker threads"),
-        ("connection-limit", number, "connections open at once (waitress: 100)"),
-        ("channel-timeout", number, "seconds an idle connection is kept (waitress: 120)"),
-        ("cleanup-interval", number, "seconds between checks for idle connections"),
-        ("backlog", number, "connections waiting to be accepted"),
-    )
-    for name, kind, what in options:
-        default = DEFAULTS[name.replace("-", "_")]
-        parser.add_argument(f"--{name}", type=kind, help=f"{what} (default {default})")
-    parser.add_argument(
-        "--request-timeout",
-        type=_positive(float),
-        default=REQUEST_TIMEOUT,
-        help="seconds from a request's first byte to its last before the connection is "
-        f"closed (default {REQUEST_TIMEOUT})",
-    )
-    parser.add_argument("--trusted-proxy", help="address of the reverse proxy in front")
-    parser.add_argument("--trusted-proxy-count", type=number, help="proxies in front to trust")
-    parser.add_argument(
-        "--trusted-proxy-headers",
-        help='proxy headers to apply, space-separated ("x-forwarded-proto x-forwarded-host")',
-    )
-    parser.add_argument("--url-scheme", help="scheme of the url fields when no proxy says")
-    parser.add_argument(
-        "--database",
-        metavar="PATH",
-        help="the SQLite file to serve, relative to the current folder (as DEMOSERV_DATABASE, "
-        "which it replaces)",
-    )
-    parser.add_argument(
-        "--ready-file",
-        metavar="PATH",
-        help="once the server listens and its catalogue is ready, write its base URL "
-        "(one line per --listen) to PATH, atomically; PATH is removed at start",
-    )
-    arguments = parser.parse_args(argv)
-    settings = {
-        name: value
-        for name, value in vars(arguments).items()
-        if value is not None and name not in SERVICE_OPTIONS
-    }
-    settings["listen"] = " ".join(arguments.listen or ["127.0.0.1:8080"])
-    Adjustments(**{**DEFAULTS, **settings})  # raises ValueError on a bad combination
-    return settings, arguments
-
-
-# Options of demoserv-serve itself, not waitress settings.
-SERVICE_OPTIONS = ("listen", "request_timeout", "database", "ready_file")
+def check_settings(settings):
+    """Raise ValueError naming the option when waitress cannot use ``settings``."""
+    try:
+        Adjustments(**{**DEFAULTS, **settings})
+    except ValueError as error:
+        message = str(error)
+        if message == "Invalid host/port specified.":
+            message = f"--listen {settings['listen']}: no such host, or not HOST:PORT"
+        raise ValueError(message.replace("trusted_proxy", "--trusted-proxy").replace("_", "-"))
 
 
 def base_urls(server):
@@ -265,34 +183,54 @@ def write_ready_file(path, urls):
         raise
 
 
-def main(argv=None):
-    try:
-        settings, arguments = parse_arguments(argv)
-    except ValueError as error:
-        raise SystemExit(f"demoserv-serve: {error}") from None
-    if arguments.ready_file:
-        # A file left by an earlier run must not announce this one.
-        try:
-            os.unlink(arguments.ready_file)
-        except FileNotFoundError:
-            pass
-    if arguments.database:
-        os.environ["DEMOSERV_DATABASE"] = os.path.abspath(arguments.database)
-    from . import listing, serving_app
+class CannotServe(Exception):
+    """The app cannot be made (a bad setting): one line."""
 
-    app = serving_app()  # first, so that the service configures its own logging
+
+def serve(settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None, reload=None):
+    """Serve the app (``serving_app``) with waitress ``settings`` until stopped; write
+    the base URLs to ``ready_file`` once it listens. ``reload``: the name of a packaged
+    catalogue (``DEMOSERV_SEED_DIR``) loaded unless the database serves it already.
+    A bad setting raises CannotServe, a failure to listen OSError."""
+    from . import listing, serving_app
+    from .settings import SettingError
+
+    try:
+        app = serving_app(replace=reload is not None)
+    except SettingError as error:
+        raise CannotServe(str(error)) from None
     listing.serve_with_threads(app, settings.get("threads", DEFAULTS["threads"]))
-    waitress_log = logging.getLogger("waitress")
-    if waitress_log.level == logging.NOTSET:
-        waitress_log.setLevel(logging.INFO)
-    logging.basicConfig()
-    server = make_server(app, request_timeout=arguments.request_timeout, **settings)
-    server.print_listen("Serving on http://{}:{}")
-    if arguments.ready_file:
+    server = make_server(app, request_timeout=request_timeout, **settings)
+    urls = base_urls(server)
+    catalogue = app.extensions["demoserv.db"].describe()
+    log.info("Serving on %s: %s, database %s", ", ".join(urls), catalogue, app.config["DATABASE"])
+    warning = untrusted_hosts_warning(urls, app.config["TRUSTED_HOSTS"])
+    if warning:
+        log.warning(warning)
+    if ready_file:
         # The sockets listen already (connections wait in the backlog until run() reads
         # them) and the catalogue was opened, or built from the seed, by serving_app().
-        write_ready_file(arguments.ready_file, base_urls(server))
+        write_ready_file(ready_file, urls)
     server.run()
+
+
+def untrusted_hosts_warning(urls, trusted_hosts):
+    """The start-up warning when the server listens beyond loopback and trusts any Host
+    (which it writes into every url field); None otherwise."""
+    hosts = [url.removeprefix("http://").rpartition(":")[0].strip("[]") for url in urls]
+    if trusted_hosts or all(host == "::1" or host.startswith("127.") for host in hosts):
+        return None
+    return (
+        f"listening on {', '.join(urls)} with any Host header trusted: set "
+        'DEMOSERV_TRUSTED_HOSTS to the names clients use (such as ["api.example.org"])'
+    )
+
+
+def main(argv=None):
+    """``demoserv-serve``: the same as ``demoserv serve``."""
+    from .cli import serve_command
+
+    serve_command.main(argv, prog_name="demoserv-serve")
 
 
 if __name__ == "__main__":

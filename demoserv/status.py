@@ -1,6 +1,6 @@
 """``/api/v1/status/``: what this mirror serves, for monitors: the served catalogue's
 source, the export's validators and own date, when it was loaded, its version and
-record counts, and the previous catalogue kept for a rollback (``flask status`` says the
+record counts, and the previous catalogue kept for a rollback (``demoserv status`` says the
 same, with the file system paths, which this never shows).
 
 Not a resource, so not in the API root (which stays the upstream's). Its facts are read

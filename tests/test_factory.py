@@ -1,9 +1,8 @@
 """create_app: configuration sources and first-run seeding."""
 
 import os
-from pathlib import Path
 
-from demoserv import DEFAULTS, create_app
+from demoserv import DEFAULTS, build_from_seed, create_app
 
 from . import catalogue_factory
 
@@ -15,8 +14,9 @@ def test_defaults(monkeypatch, tmp_path):
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
     # An empty instance folder: a developer's instance/config.py must not count.
     app = create_app(instance_path=str(tmp_path / "instance"))
-    assert {name: app.config[name] for name in DEFAULTS} == {**DEFAULTS, "SEED_DIR": ""}
-    assert app.config["DATABASE"] == "demoserv.sqlite3"
+    expected = {**DEFAULTS, "SEED_DIR": None, "DATABASE": app.config["DATABASE"]}
+    assert {name: app.config[name] for name in DEFAULTS} == expected
+    assert app.config["DATABASE"] == str(tmp_path / "instance" / "demoserv.sqlite3")
     assert app.config["SITE_URL"] == "https://demozoo.org"
     assert not app.testing
 
@@ -44,23 +44,48 @@ def test_test_config_replaces_environment(monkeypatch, tmp_path):
     assert app.testing and app.config["SITE_URL"] == "https://demozoo.org"
 
 
-def test_relative_database_is_in_the_instance_folder(tmp_path):
+def test_a_relative_database_is_taken_from_the_current_folder(tmp_path, monkeypatch):
+    """One rule for the setting, the option and every command (db.resolve_database)."""
     from demoserv.db import database_path
 
+    monkeypatch.chdir(tmp_path)
     app = create_app({"TESTING": True, "DATABASE": "rel.sqlite3", "SEED_DIR": ""})
-    assert database_path(app) == Path(app.instance_path) / "rel.sqlite3"
+    assert database_path(app) == tmp_path / "rel.sqlite3"
+    monkeypatch.setenv("DEMOSERV_DATABASE", "env.sqlite3")
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    assert database_path(create_app(instance_path=str(tmp_path / "i"))) == tmp_path / "env.sqlite3"
+    named = create_app(instance_path=str(tmp_path / "i"), database="option.sqlite3")
+    assert database_path(named) == tmp_path / "option.sqlite3"
+    monkeypatch.chdir(tmp_path / "i")  # resolved once, when the app is made
+    assert database_path(named) == tmp_path / "option.sqlite3"
 
 
-def test_first_run_builds_the_database_from_the_seed_once(tmp_path):
+def test_making_an_app_never_creates_its_database(tmp_path):
+    seed = catalogue_factory.write(catalogue_factory.build(seed=4, productions=12), tmp_path / "s")
+    create_app({"TESTING": True, "DATABASE": str(tmp_path / "typo.sqlite3"), "SEED_DIR": str(seed)})
+    assert not (tmp_path / "typo.sqlite3").exists()
+
+
+def test_a_server_builds_the_database_from_the_seed_once(tmp_path):
     seed = catalogue_factory.write(
         catalogue_factory.build(seed=4, productions=12), tmp_path / "seed"
     )
     database = tmp_path / "first.sqlite3"
     app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
+    build_from_seed(app)
     assert database.exists()
     assert app.test_client().get("/api/v1/productions/").json["count"] == 12
     stamp = database.stat().st_mtime_ns
-    create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
+    build_from_seed(app)
+    assert database.stat().st_mtime_ns == stamp
+    other = catalogue_factory.write(
+        catalogue_factory.build(seed=5, productions=7), tmp_path / "other"
+    )
+    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(other)})
+    build_from_seed(app, replace=True)  # demoserv serve --catalogue: another source
+    assert app.test_client().get("/api/v1/productions/").json["count"] == 7
+    stamp = database.stat().st_mtime_ns
+    build_from_seed(app, replace=True)  # the same source: not loaded again
     assert database.stat().st_mtime_ns == stamp
 
 

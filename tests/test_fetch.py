@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ import pytest
 
 from demoserv import create_app
 from demoserv.catalogue import fetch, install, load_catalogue, provenance
-from demoserv.catalogue.cli import DownloadBar
+from demoserv.progress import DownloadBar
 
 from .terminal import run_on_a_terminal
 
@@ -204,9 +205,19 @@ def fingerprint(path):
     return hashlib.sha256(path.read_bytes()).hexdigest(), info, stat.st_ino, stat.st_mtime_ns
 
 
+RETRY = re.compile(r"Attempt [0-9]+ of [0-9]+ failed: .*; next in [0-9.]+ s")
+
+
+def failure(result):
+    """The line a failed load ends with, after one line per retry."""
+    *retries, line = result.stderr.splitlines()
+    assert all(RETRY.fullmatch(retry) for retry in retries), retries
+    return line
+
+
 def assert_failed(result, line, target, before):
     assert result.exit_code == 1, result.output
-    assert result.output.strip() == line  # one line
+    assert result.stdout == "" and failure(result) == line
     assert fingerprint(target) == before
     assert {path.name for path in target.parent.iterdir()} <= KEPT
 
@@ -216,7 +227,7 @@ def test_the_first_load_from_an_address_records_its_source(from_url, server):
     lines = output.splitlines()
     assert lines[0].startswith(f"Downloaded {server.url}: 342.8 kB in ")
     assert lines[1].startswith(f"Loaded {server.url}: 250 party_series, ")
-    assert "2350 productions" in lines[1] and len(lines) == 2
+    assert "2,350 productions" in lines[1] and len(lines) == 2
     facts = provenance.read(path)
     assert facts["kind"] == "url" and facts["source"] == server.url
     assert (facts["etag"], facts["last_modified"]) == (ETAG, LAST_MODIFIED)
@@ -258,7 +269,7 @@ def test_a_server_without_validators_is_compared_by_digest(from_file, server, tm
     before = fingerprint(target)
     result = run(target, server.url)
     assert result.exit_code == 0, result.output
-    downloaded, unchanged = result.output.splitlines()
+    downloaded, unchanged = result.stdout.splitlines()
     assert downloaded.startswith(f"Downloaded {server.url}: 342.8 kB")
     assert unchanged.startswith(f"Unchanged: {target} already serves {server.url}: the same bytes")
     assert "If-None-Match" not in server.log[0][0]  # the served export came from a file
@@ -376,9 +387,11 @@ def test_a_dropped_connection_gives_up_after_the_retries(from_file, server, tmp_
     before = fingerprint(target)
     result = run(target, server.url)
     half = len(SAMPLE.read_bytes()) // 2
-    assert result.output.startswith(f"{server.url}: the connection was lost after {half:,} of ")
-    assert_failed(result, result.output.strip(), target, before)
-    assert result.output.strip().endswith("(gave up after 3 attempts)")
+    line = failure(result)
+    assert line.startswith(f"{server.url}: the connection was lost after {half:,} of ")
+    assert_failed(result, line, target, before)
+    assert line.endswith("(gave up after 3 attempts)")
+    assert len(result.stderr.splitlines()) == 3  # a line per retry, then the failure
 
 
 @pytest.mark.parametrize("ranges", [True, False])
@@ -391,7 +404,7 @@ def test_a_dropped_connection_is_resumed_or_started_again(from_url, server, tmp_
     # the digest then shows the export served (so no rebuild).
     result = run(target, server.url.replace("demozoo-export", "other"))
     assert result.exit_code == 0, result.output
-    downloaded, unchanged = result.output.splitlines()
+    downloaded, unchanged = result.stdout.splitlines()
     assert "the same bytes as the export served" in unchanged
     size = len(SAMPLE.read_bytes())
     (first, status1, sent1), (second, status2, sent2) = server.log
@@ -480,7 +493,8 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
     assert result.exit_code == 0, result.output
     text = result.output
     assert text.startswith(
-        f"Served catalogue: {target}\n  source:        {server.url}, an address\n"
+        f"Served catalogue: {target}\n  database from: the DATABASE setting\n"
+        f"  source:        {server.url}, an address\n"
     )
     assert f"  ETag:          {ETAG}\n  Last-Modified: {LAST_MODIFIED}\n" in text
     assert "  export's date: not stated in the export\n" in text
@@ -490,7 +504,7 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
     counted = ["250 party_series", "90 platforms", "350 bbses", "450 parties", "2,350 productions"]
     assert [count for count in records if count in counted] == counted
     previous = text.split("\n\n")[1]
-    assert previous.startswith(f"Previous catalogue (for flask rollback): {target}.previous\n")
+    assert previous.startswith(f"Previous catalogue (for demoserv rollback): {target}.previous\n")
     assert f"  source:        {SAMPLE.name} ({SAMPLE.resolve()}), an export file\n" in previous
 
     answer = app.test_client().get("/api/v1/status/")  # checked against the OpenAPI document
@@ -524,10 +538,11 @@ def test_status_without_a_catalogue(tmp_path, make_app):
     app = make_app(tmp_path / "none.sqlite3")
     result = app.test_cli_runner().invoke(args=["status"])
     assert result.exit_code == 1
-    assert (
-        result.output
-        == f"{tmp_path / 'none.sqlite3'}: no catalogue served (load one with flask load)\n"
+    assert result.output == (
+        f"{tmp_path / 'none.sqlite3'} does not exist (database from the DATABASE setting): "
+        "name another with --database, or load a catalogue into it with demoserv load\n"
     )
+    assert not (tmp_path / "none.sqlite3").exists()
     answer = app.test_client().get("/api/v1/status/")
     assert answer.status_code == 503 and answer.json["detail"]
 

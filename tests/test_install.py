@@ -196,6 +196,11 @@ def test_rollback_while_serving(make_app, tmp_path, two_catalogues):
     runner = app.test_cli_runner()
     result = runner.invoke(args=["rollback"])
     assert result.exit_code == 1
+    assert result.output.startswith(f"{database} does not exist")
+    assert not [p for p in tmp_path.iterdir() if "served" in p.name]  # not even a lock file
+    assert runner.invoke(args=["load", str(small)]).exit_code == 0
+    result = runner.invoke(args=["rollback"])
+    assert result.exit_code == 1
     assert (
         result.output.strip() == f"{previous_path(database)}: no previous catalogue to roll back to"
     )

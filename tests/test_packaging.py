@@ -1,4 +1,4 @@
-"""The seed catalogue in a built package: pyproject.toml maps ``seed/`` to the package
+"""The seed and sample catalogues in a built package: pyproject.toml maps ``seed/`` to the package
 ``demoserv.seed``, and an installed (not editable) demoserv serves that copy. .ci/run
 checks the whole route: a wheel built from the sdist, installed outside the checkout,
 serving a seed record."""
@@ -26,13 +26,14 @@ def test_a_build_carries_the_seed_and_serves_it(tmp_path):
         check=True,
         capture_output=True,
     )
-    copies = sorted(p.name for p in (build / "demoserv" / "seed").glob("*.jsonl"))
-    sources = sorted(p.name for p in (ROOT / "seed").glob("*.jsonl"))
-    assert copies == sources and "productions.jsonl" in copies
-    for name in copies:
-        assert (build / "demoserv" / "seed" / name).read_bytes() == (
-            ROOT / "seed" / name
-        ).read_bytes()
+    for folder in ("seed", "sample"):
+        copies = sorted(p.name for p in (build / "demoserv" / folder).glob("*.jsonl"))
+        sources = sorted(p.name for p in (ROOT / folder).glob("*.jsonl"))
+        assert copies == sources and "productions.jsonl" in copies
+        for name in copies:
+            assert (build / "demoserv" / folder / name).read_bytes() == (
+                ROOT / folder / name
+            ).read_bytes()
     # The built package, imported from outside the checkout, chooses its own copy.
     found = subprocess.run(
         [sys.executable, "-c", "import demoserv; print(demoserv.DEFAULTS['SEED_DIR'])"],
@@ -55,7 +56,7 @@ def test_every_package_is_built():
         for init in (ROOT / "demoserv").rglob("__init__.py")
     }
     assert found <= listed
-    assert listed - found == {"demoserv.seed"}
+    assert listed - found == {"demoserv.seed", "demoserv.sample"}
 
 
 def test_a_checkout_serves_its_seed_folder():

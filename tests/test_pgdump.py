@@ -510,7 +510,10 @@ def test_an_empty_file(write_dump):
 @pytest.mark.parametrize("content", [b"id,title\n1,Second Reality\n", bytes(range(256)) * 40])
 def test_a_file_that_is_not_a_dump(write_dump, content):
     path = write_dump(content, name="other")
-    assert error_of(path, PLACINGS) == f"{path.name}: not a plain-SQL pg_dump (no COPY block in it)"
+    assert error_of(path, PLACINGS) == (
+        f"{path.name}: not a plain-SQL pg_dump (no COPY block in it): "
+        "give the upstream's database export"
+    )
 
 
 def test_a_custom_format_dump(tmp_path):

@@ -189,8 +189,8 @@ def test_a_missing_or_special_file_is_named(served, tmp_path):
     before = database.read_bytes()
     missing = tmp_path / "nothing.sqlite3"
     result = runner.invoke(args=["load", str(missing)])
-    assert result.exit_code == 1
-    assert result.output.strip() == f"{missing}: cannot be read: No such file or directory"
+    assert result.exit_code == 2
+    assert result.output.startswith(f"{missing} does not exist: give a catalogue folder")
     fifo = tmp_path / "fifo.sqlite3"
     os.mkfifo(fifo)
     result = runner.invoke(args=["load", str(fifo)])

@@ -1,8 +1,9 @@
 """The pytest plugin a client project gets with the package, run by pytest's own
 pytester: active through the package's entry point with nothing configured, it serves
 the seed catalogue, or the catalogue an ini option or a fixture parameter names, from a
-real ``demoserv-serve`` that is stopped when the session ends."""
+real ``demoserv serve`` that is stopped when the session ends."""
 
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -155,23 +156,43 @@ def demoserv_catalogue():
     assert observed(pytester)[0]["count"] == 21
 
 
-def test_a_catalogue_that_cannot_be_loaded_is_an_error_naming_it(pytester):
+TWO_TESTS = "def test_one(demoserv_url):\n    pass\n\ndef test_two(demoserv_url):\n    pass\n"
+
+
+def said_once(result, pattern):
+    """The session stopped with ``pattern`` said on one line, once."""
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    lines = [line for line in result.outlines if fnmatch.fnmatch(line, pattern)]
+    assert len(lines) == 1, result.outlines
+    return lines[0]
+
+
+def test_a_catalogue_that_cannot_be_loaded_is_said_once(pytester):
     broken = pytester.path / "broken"
     broken.mkdir()
     (broken / "productions.jsonl").write_text("{not json\n", encoding="utf-8")
     pytester.makeini("[pytest]\ndemoserv_catalogue = broken\n")
-    pytester.makepyfile("def test_it(demoserv_url):\n    pass\n")
+    pytester.makepyfile(TWO_TESTS)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*demoserv could not load*broken*", "*productions.jsonl*"])
+    said_once(result, "*demoserv could not load*broken*productions.jsonl*")
 
 
-def test_a_missing_catalogue_is_an_error_naming_it(pytester):
+def test_a_missing_catalogue_is_said_once(pytester):
     pytester.makeini("[pytest]\ndemoserv_catalogue = nowhere\n")
-    pytester.makepyfile("def test_it(demoserv_url):\n    pass\n")
+    pytester.makepyfile(TWO_TESTS)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*demoserv_catalogue: *nowhere does not exist*"])
+    said_once(result, "*demoserv_catalogue: *nowhere does not exist*")
+
+
+def test_the_ini_option_names_the_packaged_sample(pytester):
+    pytester.makeini("[pytest]\ndemoserv_catalogue = sample\n")
+    pytester.makepyfile(
+        CLIENT_TESTS
+        + "def test_it(demoserv_server, demoserv_url):\n    note(demoserv_server, demoserv_url)\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert observed(pytester)[0]["count"] == 2350
 
 
 def test_a_server_that_stops_before_it_is_ready_is_reported_with_its_log(tmp_path, monkeypatch):

@@ -8,7 +8,12 @@ from pathlib import Path
 from demoserv import parameters
 from demoserv.resources import RESOURCES
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# README and the pages beside it, which together document everything.
+DOCS = "\n".join(
+    [README, *(page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md")))]
+)
 
 
 def _table_rows():
@@ -56,3 +61,30 @@ def test_the_architecture_block_names_every_module():
         assert f"demoserv/{path.name}" in named, f"README's architecture lacks {path.name}"
     for path in [*(root / "demoserv" / "resources").glob("*.py"), *(root / "bench").glob("*.py")]:
         assert path.name in named, f"README's architecture lacks {path.parent.name}/{path.name}"
+
+
+def test_every_subcommand_is_documented():
+    from demoserv.cli import main
+
+    for name in main.commands:
+        assert f"`demoserv {name}" in DOCS, f"the docs lack demoserv {name}"
+
+
+def _documented_settings():
+    """The settings the configuration table names; a first cell such as
+    ``DEMOSERV_FETCH_RETRIES``, ``_BACKOFF`` names DEMOSERV_FETCH_BACKOFF too."""
+    names = set()
+    for row in DOCS.splitlines():
+        if row.startswith("| `DEMOSERV_"):
+            first, *more = [name.strip("` ") for name in row.split(" | ")[0][2:].split(",")]
+            prefix = "_".join(first.split("_")[:2])
+            names |= {first, *(prefix + name for name in more)}
+    return names
+
+
+def test_every_setting_is_in_the_configuration_table():
+    from demoserv.settings import SETTINGS
+
+    documented = _documented_settings()
+    for setting in SETTINGS:
+        assert f"DEMOSERV_{setting.name}" in documented, f"undocumented: DEMOSERV_{setting.name}"

@@ -39,11 +39,11 @@ def test_the_update_runs_daily_after_the_export_with_a_random_delay():
     update = directives("demoserv-update.service")
     assert update[("Service", "Type")] == ["oneshot"]
     assert update[("Service", "ExecStart")] == [
-        "/srv/demoserv/.venv/bin/flask --app demoserv load --wait ${DEMOSERV_EXPORT_URL}"
+        "/srv/demoserv/.venv/bin/demoserv load --wait ${DEMOSERV_EXPORT_URL}"
     ]
     serve = directives("demoserv.service")
     assert serve[("Service", "ExecStart")] == [
-        "/srv/demoserv/.venv/bin/demoserv-serve --listen=127.0.0.1:8080"
+        "/srv/demoserv/.venv/bin/demoserv serve --listen=127.0.0.1:8080"
     ]
     # Both serve and load the same file.
     database = "DEMOSERV_DATABASE=/var/lib/demoserv/demoserv.sqlite3"
@@ -59,7 +59,7 @@ def test_the_readme_cron_line_runs_what_the_timer_runs():
         for value in directives("demoserv-update.service")[("Service", "Environment")]
         if value.startswith("DEMOSERV_EXPORT_URL=")
     )
-    assert f".venv/bin/flask --app demoserv load --wait {url}" in line
+    assert f".venv/bin/demoserv load --wait {url}" in line
     assert "DEMOSERV_DATABASE=/var/lib/demoserv/demoserv.sqlite3" in line
     assert re.search(r"sleep \$\(shuf -i 0-3600 -n 1\)", line)
 

@@ -1,5 +1,6 @@
-"""One version, said in demoserv/version.py: the package metadata, demoserv-serve
---version, flask version and the OpenAPI document all give it."""
+"""One version, said in demoserv/version.py: the package metadata, demoserv --version,
+demoserv version, demoserv-serve --version, flask version and the OpenAPI document all
+give it."""
 
 import importlib.metadata
 import tomllib
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import __version__, create_app, serving
+from demoserv import __version__, create_app
 from demoserv.openapi import build
+
+from .installed import run_installed
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -23,11 +26,12 @@ def test_the_package_metadata_reads_the_version_module():
     assert importlib.metadata.version("demoserv") == __version__
 
 
-def test_demoserv_serve_version(capsys):
-    with pytest.raises(SystemExit) as stopped:
-        serving.main(["--version"])
-    assert stopped.value.code == 0
-    assert capsys.readouterr().out == f"demoserv {__version__}\n"
+@pytest.mark.parametrize(
+    "command", [["demoserv", "--version"], ["demoserv", "version"], ["demoserv-serve", "--version"]]
+)
+def test_the_installed_commands_say_the_version(command):
+    result = run_installed(*command)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"demoserv {__version__}\n", "")
 
 
 def test_flask_version_command(loaded_database):

@@ -90,6 +90,10 @@ class DownloadProgress:
     def finished(self):
         pass
 
+    def retrying(self, attempt, attempts, cause, wait):
+        """Attempt ``attempt`` of at most ``attempts`` failed with ``cause``; the next
+        starts in ``wait`` seconds."""
+
 
 @dataclass
 class Download:
@@ -263,6 +267,7 @@ def fetch(url, file, *, known=None, settings=None, progress=None, sleep=time.sle
                         f"{shown}: {failure.cause} (gave up after {attempt} {tries})"
                     ) from None
                 wait = failure.wait if failure.wait is not None else settings.wait_before(attempt)
+                progress.retrying(attempt, settings.retries + 1, failure.cause, wait)
                 sleep(wait)
     finally:
         if own_session:

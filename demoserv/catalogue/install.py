@@ -179,9 +179,30 @@ def _locked(target, wait):
         os.close(descriptor)  # releases the lock
 
 
+def _leftover_files(target):
+    return sorted(target.parent.glob(f".{target.name}.*.loading*"))
+
+
+def leftovers(target):
+    """The build files of interrupted loads beside ``target``: none while a load runs
+    (they are then its own files)."""
+    target = Path(target)
+    try:
+        descriptor = os.open(lock_path(target), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return _leftover_files(target)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return []
+    finally:
+        os.close(descriptor)
+    return _leftover_files(target)
+
+
 def _remove_leftovers(target):
     """Build files of killed loads: no load is running, since this one holds the lock."""
-    for leftover in target.parent.glob(f".{target.name}.*.loading*"):
+    for leftover in _leftover_files(target):
         try:
             size = leftover.stat().st_size
             leftover.unlink()
@@ -374,6 +395,7 @@ def rollback(target, *, wait=False):
     target = Path(target)
     previous = previous_path(target)
     with _locked(target, wait):
+        _remove_leftovers(target)
         try:
             previous_stat = os.stat(previous)
         except FileNotFoundError:

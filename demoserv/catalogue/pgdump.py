@@ -355,7 +355,10 @@ def _read_lines(stream, file, name, wanted, progress):
     if line_number == 0:
         raise DumpError(f"{name}: empty file, not a pg_dump")
     if not tables_seen:
-        raise DumpError(f"{name}: not a plain-SQL pg_dump (no COPY block in it)")
+        raise DumpError(
+            f"{name}: not a plain-SQL pg_dump (no COPY block in it): "
+            "give the upstream's database export"
+        )
     missing = [table for table in wanted if table not in tables_seen]
     if missing:
         raise DumpError("; ".join(f"{table}: table missing from the dump" for table in missing))

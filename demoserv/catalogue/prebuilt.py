@@ -1,4 +1,4 @@
-"""``flask load built.sqlite3``: put in place a catalogue file that this service has
+"""``demoserv load built.sqlite3``: put in place a catalogue file that this service has
 already built (the served file of another machine, or one built into a staging path),
 with the guarantees of every load: the lock, the file copied beside the served one and
 checked there, the previous file kept, owner and mode, one-line failures naming the
@@ -144,7 +144,7 @@ def _check_contents(connection, refuse):
     if len(info) == 1 and info[0][0] != tables.SCHEMA_VERSION:
         raise refuse(
             f"built for schema version {info[0][0]}; this service reads version "
-            f"{tables.SCHEMA_VERSION}: build it again with this version (flask load the "
+            f"{tables.SCHEMA_VERSION}: build it again with this version (demoserv load the "
             "catalogue folder or the upstream's export)"
         )
     if mismatch is not None:

@@ -6,7 +6,7 @@ Keys (each optional but ``kind``, ``source`` and ``loaded_at``):
 
 - ``kind``: ``url``, ``file`` or ``folder``;
 - ``source``: the address (without any user name or password) or the file's name;
-- ``path``: the file's or folder's absolute path (shown by ``flask status``, never over HTTP);
+- ``path``: the file's or folder's absolute path (shown by ``demoserv status``, never over HTTP);
 - ``etag``, ``last_modified``: the validators the server sent with the export;
 - ``size``, ``sha256``: the export's bytes as downloaded or read;
 - ``export_date``: the date the dump states for itself (pg_dump's ``-- Started on``

@@ -1,6 +1,6 @@
 """Where a catalogue comes from, decided in one place: ``kind_of`` tells an address, a
 built catalogue file, an export file and a catalogue folder apart, and ``load_source``
-(``flask load``) and ``load_catalogue`` hand each to the one stage that reads it: the
+(``demoserv load``) and ``load_catalogue`` hand each to the one stage that reads it: the
 download (``fetch``) and then the import (``upstream``), the check of a built file
 (``prebuilt``), the import, or the folder's files (``files``, ``rows``, ``scratch``).
 Every kind is built beside the served file and installed (``install``) only when good.

@@ -1,6 +1,6 @@
 """What a mirror serves: the served catalogue file's source, validators, the export's own
 date, load time, version and record counts, and the same of the previous file kept for
-a rollback. ``flask status`` prints it; ``/api/v1/status/`` answers it without the file
+a rollback. ``demoserv status`` prints it; ``/api/v1/status/`` answers it without the file
 system paths and without an address's query string."""
 
 from urllib.parse import urlsplit
@@ -53,17 +53,17 @@ def status(target, *, paths=True):
 
 
 def lines(target, facts):
-    """``flask status``'s text: one fact a line."""
+    """``demoserv status``'s text: one fact a line."""
     out = [f"Served catalogue: {target}"]
     out += _file_lines(facts)
     previous = facts["previous"]
     out.append("")
     if previous is None:
         out.append(
-            f"Previous catalogue (for flask rollback): none at {install.previous_path(target)}"
+            f"Previous catalogue (for demoserv rollback): none at {install.previous_path(target)}"
         )
     else:
-        out.append(f"Previous catalogue (for flask rollback): {install.previous_path(target)}")
+        out.append(f"Previous catalogue (for demoserv rollback): {install.previous_path(target)}")
         out += _file_lines(previous)
     return out
 

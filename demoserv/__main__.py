@@ -1,0 +1,5 @@
+"""``python -m demoserv``: the ``demoserv`` command."""
+
+from demoserv.cli import main
+
+main()

@@ -1,0 +1,191 @@
+"""Every setting of the service: its default, what it takes and what it does, said once.
+
+A setting is given as ``DEMOSERV_<NAME>`` in the environment or ``<NAME>`` in the
+instance folder's ``config.py`` (the environment wins). ``check`` turns each given value
+into its kind, and stops a bad one with a line that names it as it was set."""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalogue.fetch import Settings as FetchSettings
+from .shared import SERVICE_URL_FIELDS
+
+PREFIX = "DEMOSERV_"
+PACKAGE = Path(__file__).resolve().parent
+# The catalogues that come with the package, by name.
+PACKAGED = {
+    "seed": "a few records of each resource",
+    "sample": "the upstream's sample export: about 2,350 productions with nested records",
+}
+
+
+def packaged_catalogue(name):
+    """The folder of the packaged catalogue ``name``: in a built package beside this
+    module (pyproject.toml maps seed/ and sample/ there), in a checkout at the top."""
+    installed = PACKAGE / name
+    return installed if installed.is_dir() else PACKAGE.parent / name
+
+
+class SettingError(ValueError):
+    """A setting whose value cannot be used: the message names it as it was set."""
+
+
+def text(value):
+    if not isinstance(value, str):
+        raise ValueError("expected text")
+    return value
+
+
+def optional_text(value):
+    return None if value in (None, "") else text(value)
+
+
+def whole_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError("expected a whole number of 0 or more")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("expected a whole number of 0 or more") from None
+    if number < 0:
+        raise ValueError("expected a whole number of 0 or more")
+    return number
+
+
+def optional_count(value):
+    if value in (None, ""):
+        return None
+    number = whole_number(value)
+    if number < 1:
+        raise ValueError("expected a number of 1 or more, or nothing")
+    return number
+
+
+def seconds(value):
+    if isinstance(value, bool):
+        raise ValueError("expected a number of seconds")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected a number of seconds") from None
+    if number < 0:
+        raise ValueError("expected a number of seconds of 0 or more")
+    return number
+
+
+def host_names(value):
+    """A list of host names; from the environment, a JSON list or one name."""
+    if value in (None, "", []):
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(name, str) and name for name in value):
+        return value
+    raise ValueError('expected a list of host names, such as ["api.example.org"]')
+
+
+def service_url_field(value):
+    if value not in SERVICE_URL_FIELDS:
+        raise ValueError("expected one of " + ", ".join(SERVICE_URL_FIELDS))
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: object
+    parse: object  # value as given -> value used; raises ValueError saying what is expected
+    help: str
+
+
+SETTINGS = (
+    Setting(
+        "DATABASE",
+        None,
+        optional_text,
+        "The SQLite file served and loaded (as --database). A relative path is taken from "
+        "the current folder; none: demoserv.sqlite3 in the instance folder.",
+    ),
+    Setting(
+        "SITE_URL",
+        "https://demozoo.org",
+        text,
+        "Base of every service_url: the public site whose pages the records mirror.",
+    ),
+    Setting(
+        "SEED_DIR",
+        str(packaged_catalogue("seed")),
+        optional_text,
+        "Catalogue folder a new database is built from when `demoserv serve` starts and "
+        "the database does not exist yet; empty: none (the server answers 503 until a load).",
+    ),
+    Setting(
+        "TRUSTED_PROXIES",
+        0,
+        whole_number,
+        "Number of proxies in front whose X-Forwarded-For, -Proto, -Host, -Port and "
+        "-Prefix headers are trusted.",
+    ),
+    Setting(
+        "TRUSTED_HOSTS",
+        None,
+        host_names,
+        'Host names served, as a JSON list (["api.example.org"]); other Host headers get '
+        "a 400. None: any Host is served. Set it when serving beyond loopback.",
+    ),
+    Setting(
+        "CACHE_MAX_AGE",
+        300,
+        whole_number,
+        "Seconds that clients and caches may reuse an answer (Cache-Control max-age).",
+    ),
+    Setting(
+        "SERVICE_URL_FIELD",
+        "service_url",
+        service_url_field,
+        "Name of the field holding a record's public page: service_url, or the "
+        "upstream's own demozoo_url for programs written for the upstream API.",
+    ),
+    Setting(
+        "SERVER_THREADS",
+        None,
+        optional_count,
+        "Threads each server process runs requests on, where the server cannot say "
+        "(demoserv serve says): up to half of them may wait for a turn to find a new "
+        "listing. None: new listings never wait, and get 503 while one is being found.",
+    ),
+) + tuple(
+    Setting(
+        f"FETCH_{name.upper()}",
+        getattr(FetchSettings, name),
+        whole_number if kind is int else seconds,
+        help,
+    )
+    for name, kind, help in (
+        ("connect_timeout", float, "Seconds a download may take to connect."),
+        ("read_timeout", float, "Seconds a download may go without a byte from the server."),
+        ("retries", int, "Further attempts after a failed download attempt."),
+        ("backoff", float, "Seconds before the first retry, doubled for each next one."),
+        ("max_backoff", float, "Longest wait in seconds between two download attempts."),
+        ("max_retry_after", float, "Longest wait in seconds a server's Retry-After obtains."),
+        ("max_redirects", int, "Redirects a download follows."),
+    )
+)
+
+DEFAULTS = {setting.name: setting.default for setting in SETTINGS}
+
+
+def check(config, config_file):
+    """Turn each setting in ``config`` into its kind, in place; a bad one raises
+    SettingError naming it as set: ``DEMOSERV_<NAME>`` or ``<NAME>`` in ``config_file``."""
+    for setting in SETTINGS:
+        value = config.get(setting.name)
+        try:
+            config[setting.name] = setting.parse(value)
+        except ValueError as error:
+            if PREFIX + setting.name in os.environ:
+                where = PREFIX + setting.name
+            else:
+                where = f"{setting.name} in {config_file}"
+            raise SettingError(f"{where} is {value!r}: {error}; change or remove it") from None

@@ -1,0 +1,280 @@
+"""The installed ``demoserv`` command: its subcommands, the one rule for where the
+database is, and every mistake an operator or a developer makes told in one line naming
+the cause and the fix, with a non-zero exit and never a traceback."""
+
+import json
+import re
+import socket
+import urllib.request
+
+import click
+import pytest
+
+from demoserv import serving
+from demoserv.catalogue import load_catalogue
+from demoserv.cli import COMMANDS, main
+from demoserv.settings import SETTINGS
+
+from .installed import run_installed, start_installed
+from .test_serving import wait_for
+
+SUBCOMMANDS = ("serve", "load", "status", "rollback", "export", "settings", "version")
+
+
+def one_line(result, exit_status=1):
+    """The one line a mistake printed on standard error (nothing else), checked."""
+    assert result.returncode == exit_status, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_every_subcommand_has_help_for_users_and_the_database_option():
+    result = run_installed("demoserv", "--help")
+    assert result.returncode == 0 and "Commands:" in result.stdout
+    assert set(main.commands) == set(SUBCOMMANDS)
+    for name in SUBCOMMANDS:
+        command = main.commands[name]
+        text = command.get_help(click.Context(command, info_name=f"demoserv {name}"))
+        assert "``" not in text and ":class:" not in text, name
+        assert "flask" not in text.lower(), name
+        if name != "version":
+            assert "--database PATH" in text, name
+
+
+def test_the_flask_commands_are_the_same_commands(app):
+    for command in COMMANDS:
+        assert app.cli.get_command(None, command.name) is command
+
+
+def test_one_rule_for_the_database_which_status_prints(tmp_path, catalogue_dir):
+    loaded = run_installed(
+        "demoserv", "load", "--database", "my.sqlite3", catalogue_dir, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert (tmp_path / "my.sqlite3").is_file()
+    by_setting = run_installed("demoserv", "status", cwd=tmp_path, DEMOSERV_DATABASE="my.sqlite3")
+    by_option = run_installed("demoserv", "status", "--database", "my.sqlite3", cwd=tmp_path)
+    for result, origin in ((by_setting, "DEMOSERV_DATABASE"), (by_option, "--database")):
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == f"Served catalogue: {tmp_path / 'my.sqlite3'}"
+        assert lines[1] == f"  database from: {origin}"
+
+
+@pytest.mark.parametrize("command", [["status"], ["export", "out"], ["rollback"]])
+def test_a_command_never_creates_a_database_it_reads(tmp_path, command):
+    result = run_installed("demoserv", *command, "--database", "typo.sqlite3", cwd=tmp_path)
+    line = one_line(result)
+    assert line.startswith(f"{tmp_path / 'typo.sqlite3'} does not exist (database from --database)")
+    assert "demoserv load" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_setting_is_named_as_set(tmp_path):
+    for command in (["status"], ["serve", "--listen=127.0.0.1:0"]):
+        result = run_installed("demoserv", *command, cwd=tmp_path, DEMOSERV_TRUSTED_PROXIES="many")
+        assert one_line(result) == (
+            "DEMOSERV_TRUSTED_PROXIES is 'many': expected a whole number of 0 or more; "
+            "change or remove it"
+        )
+
+
+def test_every_setting_is_listed_by_the_settings_command(tmp_path):
+    result = run_installed("demoserv", "settings", cwd=tmp_path, DEMOSERV_CACHE_MAX_AGE="60")
+    assert result.returncode == 0, result.stderr
+    for setting in SETTINGS:
+        assert f"\nDEMOSERV_{setting.name} = " in result.stdout
+    assert "\nDEMOSERV_CACHE_MAX_AGE = 60\n" in result.stdout
+
+
+def test_a_busy_port(tmp_path, loaded_database):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for command in ("demoserv", "demoserv-serve"):
+            arguments = [f"--listen=127.0.0.1:{port}", f"--database={loaded_database}"]
+            if command == "demoserv":
+                arguments.insert(0, "serve")
+            result = run_installed(command, *arguments, cwd=tmp_path)
+            assert one_line(result) == (
+                f"demoserv serve: cannot listen on 127.0.0.1:{port}: the address is in use by "
+                "another program: stop it, or choose another port with --listen HOST:PORT"
+            )
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (
+            "--listen=127.0.0.1:99999",
+            "Invalid value for '--listen': '127.0.0.1:99999' is not HOST:PORT with a port "
+            "from 0 to 65535",
+        ),
+        ("--listen=no.such.host.invalid:8080", "--listen no.such.host.invalid:8080: no such host"),
+        ("--threads=0", "Invalid value for '--threads': 0 is not in the range x>=1"),
+        ("--trusted-proxy-headers=x-forwarded-for", "--trusted-proxy-headers has no meaning"),
+    ],
+)
+def test_a_bad_serve_option(tmp_path, option, message):
+    line = one_line(run_installed("demoserv", "serve", option, cwd=tmp_path), 2)
+    assert line.startswith(f"demoserv serve: {message}")
+    assert line.endswith("(see demoserv serve --help)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_source(tmp_path):
+    result = run_installed("demoserv", "load", "export.sql.gz", cwd=tmp_path)
+    assert one_line(result, 2).startswith("export.sql.gz does not exist: give a catalogue folder")
+
+
+def test_an_unsupported_address_scheme_is_named_with_the_address_as_given(tmp_path):
+    result = run_installed("demoserv", "load", "ftp://127.0.0.1/x.sql.gz", cwd=tmp_path)
+    assert one_line(result, 2) == (
+        "ftp://127.0.0.1/x.sql.gz: the address scheme ftp:// is not supported: give an "
+        "http:// or https:// address, a file or a folder"
+    )
+
+
+def test_a_file_that_is_not_gzip_or_not_a_dump(tmp_path):
+    (tmp_path / "export.sql.gz").write_text("id,title\n")
+    (tmp_path / "export.sql").write_text("id,title\n")
+    database = ("--database", "db.sqlite3")
+    gz = run_installed("demoserv", "load", *database, "export.sql.gz", cwd=tmp_path)
+    assert one_line(gz, 2).startswith("export.sql.gz is not gzip-compressed")
+    plain = run_installed("demoserv", "load", *database, "export.sql", cwd=tmp_path)
+    assert one_line(plain) == (
+        "export.sql: not a plain-SQL pg_dump (no COPY block in it): give the upstream's "
+        "database export"
+    )
+    assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_an_unreachable_upstream_shows_each_retry_and_the_wait(tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens there: connections are refused
+    url = f"http://127.0.0.1:{port}/export.sql.gz"
+    result = run_installed(
+        "demoserv",
+        "load",
+        "--database=db.sqlite3",
+        url,
+        cwd=tmp_path,
+        DEMOSERV_FETCH_RETRIES="2",
+        DEMOSERV_FETCH_BACKOFF="0.1",
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, lines
+    for number, (line, wait) in enumerate(zip(lines, ("0.1 s", "0.2 s")), start=1):
+        assert re.fullmatch(
+            rf"Attempt {number} of 3 failed: connection failed \(.*refused.*\); next in {wait}",
+            line,
+        ), line
+    assert lines[2].startswith(f"{url}: connection failed (")
+    assert lines[2].endswith("(gave up after 3 attempts)")
+
+
+def test_leftovers_of_an_interrupted_load(tmp_path, catalogue_dir):
+    """status names them; the next rollback, and the next load, remove them."""
+    database = ("--database", "db.sqlite3")
+    for _ in range(2):  # a previous catalogue, for the rollback
+        load_catalogue(catalogue_dir, tmp_path / "db.sqlite3")
+    leftover = tmp_path / ".db.sqlite3.0123abcd.loading"
+    leftover.write_bytes(b"x" * 2000)
+    status = run_installed("demoserv", "status", *database, cwd=tmp_path).stdout
+    assert (
+        "\nLeft by an interrupted load (the next load or rollback removes them):\n"
+        f"  {leftover} (2.0 kB)\n"
+    ) in status
+    rolled_back = run_installed("demoserv", "rollback", *database, cwd=tmp_path)
+    assert rolled_back.returncode == 0, rolled_back.stderr
+    assert not leftover.exists()
+    leftover.write_bytes(b"x")
+    loaded = run_installed("demoserv", "load", "--force", *database, catalogue_dir, cwd=tmp_path)
+    assert loaded.returncode == 0, loaded.stderr
+    assert not leftover.exists()
+    assert "Left by" not in run_installed("demoserv", "status", *database, cwd=tmp_path).stdout
+
+
+def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded_database):
+    log = tmp_path / "log"
+    server = start_installed(
+        "demoserv",
+        "serve",
+        "--listen=127.0.0.1:0",
+        f"--database={loaded_database}",
+        f"--ready-file={tmp_path / 'ready'}",
+        cwd=tmp_path,
+        log=log,
+    )
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists() or server.poll() is not None, "ready")
+        url = (tmp_path / "ready").read_text().strip()
+        request = urllib_request(f"{url}/api/v1/platforms/?page=1", {"User-Agent": "client/1.0"})
+        wait_for(lambda: "demoserv.access" in log.read_text(), "the access line")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert request == 200
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all({"time", "level", "logger"} <= set(line) for line in lines)
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]) for line in lines
+    )
+    started = [line["message"] for line in lines if line["logger"] == "demoserv.serving"]
+    assert started and started[0].startswith(f"Serving on {url}: catalogue version ")
+    assert started[0].endswith(f", database {loaded_database}")
+    (access,) = [line for line in lines if line["logger"] == "demoserv.access"]
+    assert {key: access[key] for key in ("client", "method", "path", "query", "status")} == {
+        "client": "127.0.0.1",
+        "method": "GET",
+        "path": "/api/v1/platforms/",
+        "query": "page=1",
+        "status": 200,
+    }
+    assert access["user_agent"] == "client/1.0" and access["bytes"] > 0 and access["ms"] >= 0
+
+
+def urllib_request(url, headers):
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+        answer.read()
+        return answer.status
+
+
+def test_serving_beyond_loopback_without_trusted_hosts_is_warned():
+    beyond = ["http://0.0.0.0:8080"]
+    assert "DEMOSERV_TRUSTED_HOSTS" in serving.untrusted_hosts_warning(beyond, None)
+    assert serving.untrusted_hosts_warning(beyond, ["api.example.org"]) is None
+    assert (
+        serving.untrusted_hosts_warning(["http://127.0.0.1:8080", "http://[::1]:8080"], None)
+        is None
+    )
+
+
+def test_the_sample_is_served_with_one_option(tmp_path):
+    log = tmp_path / "log"
+    server = start_installed(
+        "demoserv",
+        "serve",
+        "--catalogue=sample",
+        "--listen=127.0.0.1:0",
+        "--database=db.sqlite3",
+        f"--ready-file={tmp_path / 'ready'}",
+        cwd=tmp_path,
+        log=log,
+    )
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists() or server.poll() is not None, "ready")
+        assert server.poll() is None, log.read_text()
+        url = (tmp_path / "ready").read_text().strip()
+        with urllib.request.urlopen(f"{url}/api/v1/productions/", timeout=30) as answer:
+            assert json.load(answer)["count"] == 2350
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    status = run_installed("demoserv", "status", "--database=db.sqlite3", cwd=tmp_path).stdout
+    assert "source:        sample (" in status
