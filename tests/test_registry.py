@@ -62,13 +62,13 @@ def test_every_resource_is_loaded_and_exported(loaded_database, tmp_path):
 def test_every_resource_has_its_table_seed_docs_and_test_data(catalogue):
     """The places a new resource must be added by hand, beside its module and the
     registry: its table, its seed file (the file of the resource that gives its records,
-    ``given_by``), README's API table, the oracle and the test catalogue."""
+    ``given_by``), the API table (docs/api.md), the oracle and the test catalogue."""
     from pathlib import Path
 
     from demoserv import tables
 
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "api.md").read_text(encoding="utf-8")
     for resource in RESOURCES:
         name = resource.name
         filed = resource.given_by.resource if resource.given_by is not None else name

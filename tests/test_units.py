@@ -51,8 +51,8 @@ def test_the_update_runs_daily_after_the_export_with_a_random_delay():
     assert database in serve[("Service", "Environment")]
 
 
-def test_the_readme_cron_line_runs_what_the_timer_runs():
-    readme = (ROOT / "README.md").read_text()
+def test_the_documented_cron_line_runs_what_the_timer_runs():
+    readme = (ROOT / "docs" / "mirror.md").read_text()
     [line] = [line for line in readme.splitlines() if line.startswith("0 3 * * * ")]
     url = next(
         value.split("=", 1)[1]
