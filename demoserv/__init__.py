@@ -9,7 +9,19 @@ from pathlib import Path
 
 from flask import Flask
 
-from . import access_log, cli, db, errors, listing, openapi, pipeline, rendering, settings, status
+from . import (
+    access_log,
+    cli,
+    db,
+    errors,
+    listing,
+    openapi,
+    pipeline,
+    progress,
+    rendering,
+    settings,
+    status,
+)
 from .catalogue import CatalogueError, load_catalogue, provenance
 from .catalogue.install import InstallError
 from .resources import BLUEPRINTS
@@ -120,4 +132,4 @@ def build_from_seed(app, replace=False):
         # One line, and the server starts: it answers 503 until a catalogue is loaded.
         log.error("cannot build the catalogue from the seed catalogue %s: %s", seed, error)
         return
-    log.info("built %s from the seed catalogue: %s", path, counts)
+    log.info("built %s from the catalogue %s: %s", path, seed, progress.counts(counts))
