@@ -206,7 +206,7 @@ def _remove_leftovers(target):
         try:
             size = leftover.stat().st_size
             leftover.unlink()
-            log.warning("removed %s (%d bytes) left by an interrupted load", leftover, size)
+            log.warning("removed %s (%s bytes) left by an interrupted load", leftover, f"{size:,}")
         except OSError as error:
             raise InstallError(describe(error, leftover)) from None
 
