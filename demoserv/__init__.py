@@ -72,7 +72,8 @@ def create_app(test_config=None, instance_path=None, database=None):
         app.config.from_mapping(test_config)
     if database is not None:
         app.config["DATABASE"] = str(database)
-    settings.check(app.config, os.path.join(app.instance_path, "config.py"))
+    config_file = os.path.join(app.instance_path, "config.py") if test_config is None else None
+    settings.check(app.config, config_file)
     app.config["DATABASE"] = str(db.resolve_database(app.config["DATABASE"], app.instance_path))
     try:
         os.makedirs(app.instance_path, exist_ok=True)

@@ -178,13 +178,16 @@ DEFAULTS = {setting.name: setting.default for setting in SETTINGS}
 
 def check(config, config_file):
     """Turn each setting in ``config`` into its kind, in place; a bad one raises
-    SettingError naming it as set: ``DEMOSERV_<NAME>`` or ``<NAME>`` in ``config_file``."""
+    SettingError naming it as set: ``DEMOSERV_<NAME>`` or ``<NAME>`` in ``config_file``
+    (None: a test configuration)."""
     for setting in SETTINGS:
         value = config.get(setting.name)
         try:
             config[setting.name] = setting.parse(value)
         except ValueError as error:
-            if PREFIX + setting.name in os.environ:
+            if config_file is None:  # a test configuration
+                where = f"the {setting.name} setting"
+            elif PREFIX + setting.name in os.environ:
                 where = PREFIX + setting.name
             else:
                 where = f"{setting.name} in {config_file}"

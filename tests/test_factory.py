@@ -99,3 +99,20 @@ def test_trusted_proxies(tmp_path, loaded_database):
     plain = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})
     body = plain.test_client().get("/api/v1/", headers=headers).json
     assert body["platforms"] == "http://localhost/api/v1/platforms/"
+
+
+def test_a_bad_setting_is_named_where_it_was_set(monkeypatch, tmp_path):
+    import pytest
+
+    from demoserv.settings import SettingError
+
+    monkeypatch.delenv("DEMOSERV_TRUSTED_PROXIES", raising=False)
+    monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
+    (tmp_path / "config.py").write_text('TRUSTED_PROXIES = "x"\n')
+    with pytest.raises(SettingError, match=rf"^TRUSTED_PROXIES in {tmp_path}/config.py is 'x'"):
+        create_app(instance_path=str(tmp_path))
+    monkeypatch.setenv("DEMOSERV_TRUSTED_PROXIES", "-1")
+    with pytest.raises(SettingError, match=r"^DEMOSERV_TRUSTED_PROXIES is -1: expected a whole"):
+        create_app(instance_path=str(tmp_path))
+    with pytest.raises(SettingError, match=r"^the CACHE_MAX_AGE setting is 'soon'"):
+        create_app({"TESTING": True, "CACHE_MAX_AGE": "soon"})
