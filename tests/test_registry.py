@@ -9,17 +9,9 @@ from demoserv.catalogue.build import SCRATCH_TABLES
 from demoserv.catalogue.export import export_catalogue
 from demoserv.db import read_only_engine
 from demoserv.openapi import build
-from demoserv.resources import BY_NAME, FILED, LOAD_ORDER, RESOURCES
+from demoserv.resources import BY_NAME, LOAD_ORDER, RESOURCES
 
 from . import oracle
-
-
-def records_of(catalogue, resource):
-    """The test catalogue's records of ``resource``: its file's, or, for records given
-    nested in another resource's (``given_by``), those the oracle finds there."""
-    if resource.given_by is None:
-        return catalogue[resource.name]
-    return oracle.all_records(catalogue, resource.name)
 
 
 def test_every_resource_is_in_the_root_and_served(client):
@@ -38,31 +30,24 @@ def test_every_resource_is_documented():
 
 
 def test_every_resource_is_loaded_and_exported(loaded_database, tmp_path):
-    """Every resource has its file, or is given nested in a list of the records of a
-    resource that has one (``given_by``), in that resource's file and export."""
+    """Every resource has its file, in the load and in the export."""
     assert sorted(LOAD_ORDER) == sorted(BY_NAME)
     for name in LOAD_ORDER:
-        resource = BY_NAME[name]
-        assert resource.record_schema is not None
-        if resource.given_by is not None:
-            assert resource.given_by.resource in FILED, name
-            giver = BY_NAME[resource.given_by.resource]
-            assert resource.given_by.field in giver.record_schema.fields, name
-            assert resource.given_by.field in giver.detail_schema.fields, name
+        assert BY_NAME[name].record_schema is not None
     engine = read_only_engine(loaded_database)
     with engine.connect() as connection:
         counts = export_catalogue(connection, tmp_path)
     engine.dispose()
-    assert sorted(counts) == sorted(FILED)
+    assert sorted(counts) == sorted(LOAD_ORDER)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        f"{name}.jsonl" for name in FILED
+        f"{name}.jsonl" for name in LOAD_ORDER
     )
 
 
 def test_every_resource_has_its_table_seed_docs_and_test_data(catalogue):
     """The places a new resource must be added by hand, beside its module and the
-    registry: its table, its seed file (the file of the resource that gives its records,
-    ``given_by``), the API table (docs/api.md), the oracle and the test catalogue."""
+    registry: its table, its seed file, the API table (docs/api.md), the oracle and the
+    test catalogue."""
     from pathlib import Path
 
     from demoserv import tables
@@ -71,12 +56,11 @@ def test_every_resource_has_its_table_seed_docs_and_test_data(catalogue):
     readme = (root / "docs" / "api.md").read_text(encoding="utf-8")
     for resource in RESOURCES:
         name = resource.name
-        filed = resource.given_by.resource if resource.given_by is not None else name
         assert tables.RECORD_TABLES[name] is resource.table, name
-        assert (root / "seed" / f"{filed}.jsonl").is_file(), name
+        assert (root / "seed" / f"{name}.jsonl").is_file(), name
         assert f"`/api/v1/{name}/`" in readme, name
         assert name in oracle.KEYS, name
-        assert records_of(catalogue, resource), name
+        assert catalogue[name], name
 
 
 def test_every_resource_and_every_list_it_owns_is_loaded(loaded_database, catalogue):
@@ -85,7 +69,7 @@ def test_every_resource_and_every_list_it_owns_is_loaded(loaded_database, catalo
     engine = read_only_engine(loaded_database)
     with engine.connect() as connection:
         for resource in RESOURCES:
-            records = records_of(catalogue, resource)
+            records = catalogue[resource.name]
             given = {record["id"] for record in records}
             rows = {row[0] for row in connection.execute(resource.table.select())}
             assert given <= rows, resource.name
@@ -123,7 +107,7 @@ def test_every_list_a_record_gives_is_served(client, catalogue):
             record = next(
                 (
                     r
-                    for r in records_of(catalogue, resource)
+                    for r in catalogue[resource.name]
                     if isinstance(r.get(name), list) and r[name]
                 ),
                 None,
@@ -191,16 +175,7 @@ def test_every_relation_names_registered_resources_and_their_fields():
 
 
 def test_every_resource_declares_its_part_of_the_upstream_import():
-    """Each resource's declaration fills its own table from the export; that of a
-    resource whose records another gives (``given_by``), or the giver's."""
+    """Each resource's declaration fills its own table from the export."""
     for resource in RESOURCES:
-        declared = [resource]
-        if resource.given_by is not None:
-            declared.append(BY_NAME[resource.given_by.resource])
-        fills = [
-            fill.table
-            for each in declared
-            if each.upstream is not None
-            for fill in each.upstream.fills
-        ]
-        assert resource.table in fills, resource.name
+        assert resource.upstream is not None, resource.name
+        assert resource.table in [fill.table for fill in resource.upstream.fills], resource.name

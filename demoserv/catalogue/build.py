@@ -14,7 +14,7 @@ from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, se
 from sqlalchemy.schema import CreateTable
 
 from .. import filters, links, listing, ordering, tables
-from ..resources import BY_NAME, GIVEN, LOAD_ORDER
+from ..resources import BY_NAME, LOAD_ORDER
 from ..serialize import Built, compile_dumper
 from ..stored import MARKERS, RecordCodec
 
@@ -99,8 +99,6 @@ class Builder:
             "production_id, min(position) AS position FROM main.placings "
             "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
-        for name in GIVEN:
-            self._derive_columns(BY_NAME[name])
         self._fill_tag_tables()
         progress.stage("ranking")
         for name in LOAD_ORDER:
@@ -145,30 +143,6 @@ class Builder:
         # No ANALYZE: without statistics SQLite plans every query as for a large table,
         # so plans do not change with the size of the catalogue.
         self.transaction.commit()
-
-    def _derive_columns(self, resource):
-        """The ``derived_columns`` of the rows of a resource whose records another
-        resource's declaration writes (``given_by``), from the fields written."""
-        table = resource.table
-        derived = [
-            (column, name, derive)
-            for column, (name, derive) in resource.derived_columns.items()
-            if column in table.c
-        ]
-        if not derived:
-            return
-        raw = self.raw_connection()
-        fields = ", ".join(name for _, name, _ in derived)
-        rows = raw.execute(f"SELECT id, {fields} FROM main.{table.name}").fetchall()
-        raw.executemany(
-            f"UPDATE main.{table.name} SET "
-            + ", ".join(f"{column} = ?" for column, _, _ in derived)
-            + " WHERE id = ?",
-            [
-                (*(derive(value) for (_, _, derive), value in zip(derived, values)), record_id)
-                for record_id, *values in rows
-            ],
-        )
 
     def _fill_tag_tables(self):
         """Each record's tags, by tag, in the table of each tag filter (``Tagged.link``),

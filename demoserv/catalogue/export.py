@@ -12,7 +12,7 @@ from marshmallow import fields
 from sqlalchemy import select
 
 from .. import records, tables
-from ..resources import BY_NAME, FILED, LOAD_ORDER, RELATIONS, storage
+from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from ..stored import RecordCodec
 
 BATCH = 1000
@@ -57,12 +57,11 @@ def _file_fields(schema_fields, value):
 
 def export_catalogue(connection, target):
     """Write every resource of the catalogue on ``connection`` to the folder ``target``,
-    each file in id order (records given nested in another resource's, ``given_by``, in
-    that resource's file). Returns the number of records of each file's resource."""
+    each file in id order. Returns the number of records of each resource."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for name in FILED:
+    for name in LOAD_ORDER:
         resource = BY_NAME[name]
         path = target / f"{name}.jsonl"
         partial = path.with_name(f".{path.name}.partial")

@@ -9,7 +9,7 @@ import stat
 import orjson
 from marshmallow import ValidationError
 
-from ..resources import FILED, LOAD_ORDER
+from ..resources import LOAD_ORDER
 from .reporting import CatalogueError
 
 PROGRESS_EVERY = 1000  # lines between progress reports
@@ -23,12 +23,11 @@ def catalogue_files(source):
     """The catalogue files present in ``source``, by resource, in load order.
 
     A name that is present must be a readable regular file (or a link to one); a file
-    whose name looks meant as a catalogue file but is not one is an error too (a file of
-    a resource whose records come nested in another's, ``given_by``, among them).
+    whose name looks meant as a catalogue file but is not one is an error too.
     """
     if not source.is_dir():
         raise CatalogueError(f"{source}: not a folder")
-    expected = {f"{name}.jsonl" for name in FILED}
+    expected = {f"{name}.jsonl" for name in LOAD_ORDER}
     try:
         names = sorted(entry.name for entry in os.scandir(source))
     except OSError as error:
@@ -42,10 +41,10 @@ def catalogue_files(source):
                 f"{source / name}: not a catalogue file name "
                 f"(expected {', '.join(sorted(expected))})"
             )
-    paths = {name: source / f"{name}.jsonl" for name in FILED}
+    paths = {name: source / f"{name}.jsonl" for name in LOAD_ORDER}
     paths = {name: path for name, path in paths.items() if f"{name}.jsonl" in names}
     if not paths:
-        expected = ", ".join(f"{name}.jsonl" for name in FILED)
+        expected = ", ".join(f"{name}.jsonl" for name in LOAD_ORDER)
         raise CatalogueError(f"{source}: no catalogue files (expected any of {expected})")
     for path in paths.values():
         _open_regular(path).close()

@@ -6,7 +6,7 @@ relations each record gives, is derived from the resources' declarations
 
 import orjson
 
-from ..resources import BY_NAME, FILED, GIVEN, LOAD_ORDER, RELATIONS, storage
+from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from .files import read_records
 from .reporting import CatalogueError
 from .scratch import Pairs, Scratch, json_text
@@ -62,7 +62,7 @@ class Loader:
 
     def run(self):
         counts = {}
-        for name in FILED:
+        for name in LOAD_ORDER:
             path = self.paths.get(name)
             if path is None:
                 continue
@@ -92,12 +92,6 @@ class Loader:
                 self.builder.queue(resource.table, storage.row(resource, record))
             counts[name] = self.scratch.count(name)
         self._resolve()
-        # Records given nested in another resource's (given_by): those its hooks wrote.
-        for name in GIVEN:
-            table = BY_NAME[name].table
-            self.builder.flush(table)
-            written = self.scratch.query(f"SELECT count(*) FROM main.{table.name}")
-            counts[name] = written.fetchone()[0]
         return counts
 
     # Records of each file.

@@ -29,9 +29,5 @@ LOAD_ORDER = [
     "productions",
 ]
 assert sorted(LOAD_ORDER) == sorted(BY_NAME), "every resource has its place in the load order"
-# The resources with a catalogue file of their own, in load order: the others' records
-# come nested in another resource's (``given_by``), in its file and its export.
-FILED = [name for name in LOAD_ORDER if BY_NAME[name].given_by is None]
-GIVEN = [name for name in LOAD_ORDER if BY_NAME[name].given_by is not None]
 # The relations shown from both sides, each declared once, by the resource that stores it.
 RELATIONS = [relation for name in LOAD_ORDER for relation in BY_NAME[name].relations]

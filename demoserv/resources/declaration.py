@@ -44,8 +44,6 @@ class Resource(Serving):
     owns = ()
     # The relations shown from both sides that it stores (storage.Both, storage.Grouped).
     relations = ()
-    # storage.GivenBy: records given nested in another resource's, with no file of their own.
-    given_by = None
     summarised = False  # True: nested summaries may create its records (and must agree)
     # How the upstream's export fills its tables, if the import does not (storage.Upstream).
     upstream = None

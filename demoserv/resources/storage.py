@@ -1,8 +1,7 @@
 """How a resource's records are stored, declared with the resource: the columns of its
 row (the record's fields of the same name, and its ``derived_columns``), the nested
 lists it ``owns``, each stored as rows of a table of its own, and the ``relations`` it
-stores that other records show too (``Both``, ``Grouped``), and, for records that come
-nested in another resource's (``GivenBy``), which resource gives them. The loader
+stores that other records show too (``Both``, ``Grouped``). The loader
 (``catalogue/rows.py``) writes every resource's rows and checks every relation in the
 scratch file (``catalogue/scratch.py``) from these declarations; the exporter leaves
 out the sides it derives (``written_by_other_side``)."""
@@ -63,18 +62,6 @@ def row(resource, record):
         if column in table.c:
             result[column] = derive(record.get(name))
     return result
-
-
-@dataclass(frozen=True)
-class GivenBy:
-    """Records with no catalogue file of their own, given nested in the list ``field``
-    of ``resource``'s records: that resource's declaration writes their rows (its
-    relations' ``give`` hooks at load, its ``upstream`` fills in the import) and its
-    records hold them in an export; the build adds their ``derived_columns`` to the rows
-    once they are written, whichever source wrote them."""
-
-    resource: str
-    field: str
 
 
 @dataclass(frozen=True)
