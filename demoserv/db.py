@@ -10,11 +10,9 @@ requests already running on the old file finish on it.
 
 import logging
 import os
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 import orjson
 from flask import current_app, g
@@ -25,6 +23,7 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing import Listings
+from .shared import connect_read_only
 from .stored import RecordCodec
 
 log = logging.getLogger(__name__)
@@ -67,10 +66,9 @@ def _file_id(stat):
 
 def read_only_engine(path):
     """An engine whose connections can only read ``path``."""
-    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
 
     def connect():
-        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return connect_read_only(path, check_same_thread=False)
 
     return create_engine(
         "sqlite://",

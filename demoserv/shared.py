@@ -1,9 +1,12 @@
 """Values the catalogue loader and the server share: the id range, supertypes, partial
-dates, timestamps and sort keys. Neither side's modules are imported here."""
+dates, timestamps, sort keys, and how a catalogue file is opened read-only. Neither
+side's modules are imported here."""
 
 import datetime
 import re
+import sqlite3
 import unicodedata
+from urllib.parse import quote
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
 ID_PATTERN = "[0-9]{1,19}"
@@ -85,3 +88,9 @@ def name_key(name):
     category = unicodedata.category(name[0]) if name else ""
     group = "2" if category.startswith("L") else "1" if category == "Nd" else "0"
     return group + name.lower()
+
+
+def connect_read_only(path, **options):
+    """A sqlite3 connection that can only read the catalogue file at ``path``: files are
+    never changed once built, so SQLite may skip locking and change checks (immutable)."""
+    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro&immutable=1", uri=True, **options)

@@ -20,6 +20,7 @@ from demoserv.catalogue.install import InstallError, building, install, previous
 from . import catalogue_factory
 
 FLASK = [sys.executable, "-m", "flask", "--app", "demoserv"]
+PAUSED_LOAD = [sys.executable, str(Path(__file__).with_name("paused_load.py"))]
 DEADLINE = 60  # seconds any awaited event may take
 
 
@@ -58,10 +59,9 @@ class Load:
     def __init__(self, source, database, *options, pause_at=None):
         self.ready = database.parent / f"paused-{os.urandom(4).hex()}"
         env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
-        if pause_at:
-            env.update(DEMOSERV_TEST_PAUSE_AT=pause_at, DEMOSERV_TEST_PAUSE_FILE=str(self.ready))
+        command = [*PAUSED_LOAD, pause_at, str(self.ready)] if pause_at else FLASK
         self.process = subprocess.Popen(
-            [*FLASK, "load", str(source), *options],
+            [*command, "load", str(source), *options],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

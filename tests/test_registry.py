@@ -105,11 +105,7 @@ def test_every_list_a_record_gives_is_served(client, catalogue):
             if name not in shown:
                 continue
             record = next(
-                (
-                    r
-                    for r in catalogue[resource.name]
-                    if isinstance(r.get(name), list) and r[name]
-                ),
+                (r for r in catalogue[resource.name] if isinstance(r.get(name), list) and r[name]),
                 None,
             )
             if record is None:

@@ -20,22 +20,18 @@ import signal
 import sqlite3
 import stat
 import threading
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from sqlalchemy.exc import DBAPIError
+
+from ..shared import connect_read_only
 
 log = logging.getLogger(__name__)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 MIN_FREE = 1 << 20  # bytes: below this no catalogue can be built
-# Test hook: pause at this point (building, installing, installed) until a signal
-# arrives or the file named by DEMOSERV_TEST_PAUSE_FILE, written on arrival, is removed.
-PAUSE_AT = "DEMOSERV_TEST_PAUSE_AT"
-PAUSE_FILE = "DEMOSERV_TEST_PAUSE_FILE"
 
 
 class InstallError(Exception):
@@ -141,17 +137,6 @@ def _switching():
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def _pause(point):
-    if os.environ.get(PAUSE_AT) != point:
-        return
-    ready = Path(os.environ[PAUSE_FILE])
-    seen = _signals.count
-    ready.write_text(f"{os.getpid()}\n")
-    deadline = time.monotonic() + 120
-    while ready.exists() and _signals.count == seen and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
 # The lock, the build file and its clean-up.
 
 
@@ -245,7 +230,6 @@ def building(target, *, wait=False):
         build = _scratch_path(target)
         try:
             os.close(os.open(build, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-            _pause("building")
             yield build
         except (OSError, DBAPIError, sqlite3.Error, MemoryError) as error:
             raise InstallError(describe(error, build)) from None
@@ -263,9 +247,8 @@ def building(target, *, wait=False):
 def _read(path, statement, answer, default):
     """``answer`` of ``statement``'s cursor on the catalogue file at ``path``, opened
     read-only; ``default`` if the file is absent or unusable."""
-    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
     try:
-        connection = sqlite3.connect(uri, uri=True)
+        connection = connect_read_only(path)
     except sqlite3.Error:
         return default
     try:
@@ -373,7 +356,6 @@ def install(build_path, target, counts, *, allow_empty=False):
         _keep_time_of_same_records(build_path, target)
         _take_owner_and_mode(build_path, target)
         _fsync(build_path)
-        _pause("installing")
         with _switching():
             if _signals.aborting:
                 raise InstallError(f"{target}: interrupted; the served catalogue is unchanged")
@@ -381,7 +363,6 @@ def install(build_path, target, counts, *, allow_empty=False):
             os.replace(build_path, target)
     except OSError as error:
         raise InstallError(describe(error, target)) from None
-    _pause("installed")
     try:
         _fsync(target.parent)
     except OSError as error:

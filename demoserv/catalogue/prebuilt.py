@@ -13,9 +13,9 @@ import sqlite3
 import stat
 import struct
 from pathlib import Path
-from urllib.parse import quote
 
 from .. import tables
+from ..shared import connect_read_only
 from ..tables import expected_columns, schema_mismatch
 from . import install
 from .reporting import CatalogueError
@@ -96,9 +96,8 @@ def check_built(path, source):
             f"truncated or damaged: {size:,} bytes where the header promises "
             f"{pages:,} pages of {page_size:,}"
         )
-    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
     try:
-        connection = sqlite3.connect(uri, uri=True)
+        connection = connect_read_only(path)
     except sqlite3.Error as error:
         raise refuse(f"cannot be opened: {error}") from None
     try:

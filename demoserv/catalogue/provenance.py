@@ -23,7 +23,9 @@ import re
 import sqlite3
 import zlib
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
+
+from ..shared import connect_read_only
 
 HEAD = 1 << 16  # bytes of a dump's text searched for its own date
 HASH_CHUNK = 1 << 20
@@ -112,9 +114,8 @@ def record(path, facts):
 def read(path):
     """The facts recorded in the catalogue file at ``path``; {} if it has none or is
     absent or unusable."""
-    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
     try:
-        connection = sqlite3.connect(uri, uri=True)
+        connection = connect_read_only(path)
     except sqlite3.Error:
         return {}
     try:
