@@ -69,10 +69,12 @@ from clients import (  # noqa: E402
 from generate import generate as generate_folder  # noqa: E402
 from servers import measured_load, start, start_demoserv, stop  # noqa: E402
 
+from demoserv.resources import BY_NAME  # noqa: E402
+
 ORDERINGS = {
     "productions": ["sortable_title", "release_date_date", "supertype", "id"],
 }
-PAGE_SIZE = 100
+PAGE_SIZE = BY_NAME["productions"].page_size  # every listing measured is of productions
 JSONL_DATABASE_MB = 205  # the JSONL-era build of the same size
 DEFAULT_DUMP = Path("/work/bench-data/full.sql.gz")
 

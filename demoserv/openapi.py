@@ -11,7 +11,6 @@ from marshmallow import Schema, fields
 
 from . import parameters
 from .catalogue import status
-from .pagination import PAGE_SIZE
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import RESOURCES, releasers
 from .shared import MAX_ID
@@ -54,8 +53,9 @@ def _ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _page(name, paged, detail=None):
-    """A page of ``name`` records; with ``fields=``, a list may name detail fields too."""
+def _page(name, page_size, detail=None):
+    """A page of ``name`` records (at most ``page_size``; None: the whole listing); with
+    ``fields=``, a list may name detail fields too."""
     item = _ref(name)
     if detail is not None and detail != name:
         item = {
@@ -78,7 +78,7 @@ def _page(name, paged, detail=None):
             "results": {
                 "type": "array",
                 "items": item,
-                **({"maxItems": PAGE_SIZE} if paged else {}),
+                **({"maxItems": page_size} if page_size else {}),
             },
         },
     }
@@ -273,7 +273,7 @@ def build():
     for resource in RESOURCES:
         record = _register(spec, resource.schema)
         detail = _register(spec, resource.detail_schema or resource.schema)
-        spec.components.schema(f"{record}Page", _page(record, resource.paged, detail))
+        spec.components.schema(f"{record}Page", _page(record, resource.page_size, detail))
         spec.path(
             path=f"/api/v1/{resource.name}/",
             operations={

@@ -19,7 +19,6 @@ from flask import request
 from .errors import APIError
 from .rendering import last_arg
 
-PAGE_SIZE = 100
 _QUERY_SAFE = "!$&'()*+,/:;=?@%~"
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -43,11 +42,9 @@ class Page:
         return max(1, -(-self.count // self.size))
 
 
-def current_page(count, size=PAGE_SIZE):
-    """The page the request asks for in a listing of ``count`` records.
-
-    ``size=None`` is a listing served whole in one page.
-    """
+def current_page(count, size):
+    """The page the request asks for in a listing of ``count`` records, ``size`` a page
+    (the resource's ``page_size``; None: the listing is served whole in one page)."""
     size = size or max(count, 1)
     last = Page(1, count, size).last
     value = last_arg("page")

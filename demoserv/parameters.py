@@ -36,7 +36,7 @@ def describe_parameters(resource, detail):
     if detail:
         return common
     return {
-        "page": PAGE + ("" if resource.paged else UNPAGED),
+        "page": PAGE + ("" if resource.page_size else UNPAGED),
         "ordering": ordering_help(resource.keys),
         **{item.parameter: item.description for item in resource.filters},
         **common,

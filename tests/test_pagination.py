@@ -5,21 +5,32 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from demoserv.pagination import remove_query_param, replace_query_param
+from demoserv.resources import BY_NAME
 
 from . import oracle
 from .conftest import walk
 
+# The paged resources whose test catalogue spans pages (production types fit one).
 PAGED = ["party_series", "bbses", "parties", "productions", "releasers"]
 
 
+def test_the_resources_page_sizes():
+    """As the contract has them: 100 records a page; platforms in one page."""
+    assert {name: resource.page_size for name, resource in BY_NAME.items()} == {
+        **dict.fromkeys(BY_NAME, 100),
+        "platforms": None,
+    }
+
+
 @pytest.mark.parametrize("resource", PAGED)
-def test_walk_yields_every_record_once_in_pages_of_100(client, catalogue, resource):
+def test_walk_yields_every_record_once_in_pages_of_the_resources_size(client, catalogue, resource):
+    size = BY_NAME[resource].page_size
     records = oracle.all_records(catalogue, resource)
-    assert len(records) > 100  # two pages at least
+    assert len(records) > size  # two pages at least
     pages = walk(client, f"/api/v1/{resource}/")
-    assert [len(p["results"]) for p in pages[:-1]] == [100] * (len(pages) - 1)
-    assert 0 < len(pages[-1]["results"]) <= 100
-    assert len(pages) == -(-len(records) // 100)
+    assert [len(p["results"]) for p in pages[:-1]] == [size] * (len(pages) - 1)
+    assert 0 < len(pages[-1]["results"]) <= size
+    assert len(pages) == -(-len(records) // size)
     assert {p["count"] for p in pages} == {len(records)}
     ids = [r["id"] for p in pages for r in p["results"]]
     assert sorted(ids) == sorted(r["id"] for r in records)
@@ -76,7 +87,7 @@ def test_special_page_values(client):
 
 def test_platforms_are_one_page_whatever_their_number(client, catalogue):
     body = client.get("/api/v1/platforms/").json
-    assert len(catalogue["platforms"]) > 100
+    assert len(catalogue["platforms"]) > BY_NAME["productions"].page_size
     assert body["count"] == len(body["results"]) == len(oracle.all_records(catalogue, "platforms"))
     assert body["next"] is None and body["previous"] is None
     assert client.get("/api/v1/platforms/?page=last").json == body

@@ -4,7 +4,7 @@ generated catalogues: for every resource and every ordering,
 - walking ``next`` from page 1 yields every record exactly once;
 - the descending walk is the ascending walk reversed;
 - ``count`` is the same on every page;
-- page k holds exactly records 100(k-1)+1 to 100k of the full walk.
+- page k holds exactly records n(k-1)+1 to nk of the full walk, n the resource's page size.
 """
 
 import json
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from demoserv import create_app
 from demoserv.catalogue import load_catalogue
+from demoserv.resources import BY_NAME
 
 from . import oracle
 from .openapi_check import ValidatingClient
@@ -44,11 +45,12 @@ PARTY_DATES = DATES.filter(lambda d: d is not None)
 @st.composite
 def catalogues(draw):
     def ids(*sizes):
-        # Sizes at the edges of pages: empty, one, and either side of 100 and 200.
         size = draw(st.sampled_from(sizes))
         return draw(st.lists(st.integers(1, 10**6), unique=True, min_size=size, max_size=size))
 
-    edges = (0, 1, 99, 100, 101, 200, 201)
+    # Sizes at the edges of productions' pages: empty, one, either side of one and two.
+    page = BY_NAME["productions"].page_size
+    edges = (0, 1, page - 1, page, page + 1, 2 * page, 2 * page + 1)
     releasers = [
         {"id": i, "name": draw(NAMES), "is_group": draw(st.booleans())} for i in ids(0, 3, 30)
     ]
@@ -165,9 +167,10 @@ def test_paging_properties(catalogue):
                 assert down == up[::-1]
                 assert {page["count"] for page in ascending + descending} == {len(everything)}
                 assert up == [r["id"] for r in oracle.ordered(resource, everything, key)]
-                if resource != "platforms":
+                size = BY_NAME[resource].page_size
+                if size is not None:
                     for number in range(1, len(ascending) + 1):
                         page = client.get(f"/api/v1/{resource}/?ordering={key}&page={number}").json
                         assert [r["id"] for r in page["results"]] == up[
-                            100 * (number - 1) : 100 * number
+                            size * (number - 1) : size * number
                         ]

@@ -7,7 +7,7 @@ import pytest
 
 from demoserv.catalogue import load_catalogue
 from demoserv.catalogue.link_classes import ARCHIVED
-from demoserv.resources import LOAD_ORDER
+from demoserv.resources import BY_NAME, LOAD_ORDER
 
 from . import oracle
 from .conftest import walk
@@ -69,7 +69,7 @@ def test_spec_production_types(seed):
     assert {i: types.get(i) for i in SPEC_TYPES} == SPEC_TYPES
 
 
-# Lists that fill more than one page of 100. Platforms and production types are the
+# Lists that fill more than one page. Platforms and production types are the
 # whole upstream lists and fit one page; bbses and party series hold only the records
 # whose upstream ids are known (see seed/README.md).
 PAGED = ("parties", "productions", "releasers")
@@ -77,7 +77,7 @@ PAGED = ("parties", "productions", "releasers")
 
 def test_lists_span_pages(seed):
     for resource in PAGED:
-        assert len(seed[resource]) > 100, resource
+        assert len(seed[resource]) > BY_NAME[resource].page_size, resource
     # Every real production type upstream; there are fewer than a page of them.
     assert len(seed["production_types"]) >= 50
     assert 80 <= len(seed["platforms"]) <= 101

@@ -89,7 +89,7 @@ class Serving:
 
     def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
         """(page, record JSON documents) of the listing the request asks for."""
-        size = pagination.PAGE_SIZE if self.paged else None
+        size = self.page_size
         if not conditions and parsed_ordering.single_key is not None and not detail:
             page = pagination.current_page(catalogue.counts.get(self.name, 0), size)
             statement = self._rank_statements.get(parsed_ordering.cache_key)

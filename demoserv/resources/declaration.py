@@ -47,7 +47,7 @@ class Resource(Serving):
     summarised = False  # True: nested summaries may create its records (and must agree)
     # How the upstream's export fills its tables, if the import does not (storage.Upstream).
     upstream = None
-    paged = True  # False: the whole listing is one page
+    page_size = 100  # records a page; None: the whole listing is one page
 
     def __init__(self):
         self.sort_keys = ordering.sort_keys(self.table, self.keys)

@@ -29,7 +29,7 @@ class Platforms(Resource):
             ),
         ),
     )
-    paged = False
+    page_size = None
 
 
 resource = Platforms()
