@@ -24,7 +24,8 @@ from . import (
 )
 from .catalogue import CatalogueError, load_catalogue, provenance
 from .catalogue.install import InstallError
-from .resources import BLUEPRINTS
+from .fingerprint import schema_version
+from .resources import BLUEPRINTS, RESOURCES
 from .version import __version__ as __version__
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def create_app(test_config=None, instance_path=None, database=None):
         log.warning("%s: %s", app.instance_path, error.strerror)
 
     errors.init_app(app)
-    db.init_app(app)
+    db.init_app(app, schema_version(RESOURCES))
     listing.init_app(app, db.database_path(app))
     rendering.init_app(app)
     pipeline.init_app(app)

@@ -83,14 +83,16 @@ UNAVAILABLE = "The catalogue is not available: "
 
 
 class Database:
-    """The catalogue file at ``path`` and the engine on its current version.
+    """The catalogue file at ``path`` and the engine on its current version; a file of
+    another ``schema_version`` than the declarations' is refused.
 
     A file that cannot be served is reported in the log once per file version (or once
     while the file is missing), not per request; clients get a 503 naming no path.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, schema_version):
         self.path = Path(path)
+        self.schema_version = schema_version
         self._current = None
         self._failure = None  # (file id or error kind, detail) of the last unusable file
         self._lock = threading.Lock()
@@ -143,10 +145,10 @@ class Database:
                         (resource, kind): RecordCodec(data)
                         for resource, kind, data in connection.execute(select(tables.dictionaries))
                     }
-                    if info["schema_version"] != tables.SCHEMA_VERSION:
+                    if info["schema_version"] != self.schema_version:
                         mismatch = (
                             f"schema version {info['schema_version']}, "
-                            f"this server reads {tables.SCHEMA_VERSION}"
+                            f"this server reads {self.schema_version}"
                         )
         except (DBAPIError, LookupError, ValueError) as error:
             engine.dispose()
@@ -239,7 +241,9 @@ def close_connection(exception=None):
     g.pop("catalogue", None)
 
 
-def init_app(app):
-    app.extensions["demoserv.db"] = Database(database_path(app))
+def init_app(app, schema_version):
+    """Serve the catalogue file of ``app``'s configuration, if its schema version is
+    ``schema_version`` (the registry's)."""
+    app.extensions["demoserv.db"] = Database(database_path(app), schema_version)
     # Per request (pipeline) as well as per app context (a CLI command, a test).
     app.teardown_appcontext(close_connection)

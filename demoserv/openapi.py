@@ -207,7 +207,10 @@ def _status_schema():
             "description": "Since when these records are served (Last-Modified).",
         },
         "loaded_at": {**text, "description": "When this file was built (UTC)."},
-        "schema_version": {"type": "integer"},
+        "schema_version": {
+            "type": "string",
+            "description": "A digest of the declarations the file was built with.",
+        },
         "source": source,
     }
     counts = {

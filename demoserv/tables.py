@@ -25,9 +25,6 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
-# Bumped whenever a table, a column or the stored form of records changes: the server
-# refuses files of another schema.
-SCHEMA_VERSION = 8
 
 
 def _rank(name):
@@ -71,7 +68,7 @@ catalogue_info = Table(
     metadata,
     Column("version", Text, nullable=False),
     Column("loaded_at", Text, nullable=False),
-    Column("schema_version", Integer, nullable=False),
+    Column("schema_version", Text, nullable=False),  # fingerprint.schema_version
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
 )

@@ -6,9 +6,10 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.exc import OperationalError
 
-from demoserv import tables
+from demoserv import filters, tables
 from demoserv.catalogue import load_catalogue
 from demoserv.db import get_connection
+from demoserv.resources import BY_NAME
 
 from . import catalogue_factory
 
@@ -176,6 +177,24 @@ def test_a_file_of_another_schema_is_503_logged_once(
     # A good file in its place is served at once.
     load_catalogue(catalogue_dir, database)
     assert client.get("/api/v1/productions/").status_code == 200
+
+
+def test_a_file_built_before_a_declaration_changed_is_503(
+    make_app, loaded_database, tmp_path, monkeypatch
+):
+    """A file built before a filter was added lacks what the filter reads: it is refused
+    as of another schema, never served to fail with a 500."""
+    database = tmp_path / "served.sqlite3"
+    database.write_bytes(loaded_database.read_bytes())
+    productions = BY_NAME["productions"]
+    added = filters.Flag("screenshot", "Added after the file was built.", column="has_screenshot")
+    monkeypatch.setattr(productions, "filters", (*productions.filters, added))
+    response = make_app(database).test_client().get("/api/v1/productions/?screenshot=true")
+    assert response.status_code == 503
+    assert response.json == {
+        "detail": "The catalogue is not available: its database file was not built by this "
+        "version of the service; load the catalogue again."
+    }
 
 
 def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_dir, caplog):

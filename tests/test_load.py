@@ -470,8 +470,10 @@ def test_cli_load_and_export(app, tmp_path, catalogue_dir):
     database = tmp_path / "cli.sqlite3"
     app.config["DATABASE"] = str(database)
     from demoserv import db
+    from demoserv.fingerprint import schema_version
+    from demoserv.resources import RESOURCES
 
-    db.init_app(app)
+    db.init_app(app, schema_version(RESOURCES))
     runner = app.test_cli_runner()
     result = runner.invoke(args=["load", str(catalogue_dir)])
     assert result.exit_code == 0, result.output

@@ -118,7 +118,7 @@ def altered(statement):
     return make
 
 
-older_schema = altered("UPDATE catalogue_info SET schema_version = schema_version - 1")
+older_schema = altered("UPDATE catalogue_info SET schema_version = 'older'")
 other_columns = altered("ALTER TABLE productions DROP COLUMN tags")
 unfinished = altered("DELETE FROM productions WHERE id = (SELECT max(id) FROM productions)")
 without_an_index = altered("DROP INDEX productions_by_title_key")

@@ -14,7 +14,8 @@ from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, se
 from sqlalchemy.schema import CreateTable
 
 from .. import filters, links, listing, ordering, tables
-from ..resources import BY_NAME, LOAD_ORDER
+from ..fingerprint import schema_version
+from ..resources import BY_NAME, LOAD_ORDER, RESOURCES
 from ..serialize import Built, compile_dumper
 from ..stored import MARKERS, RecordCodec
 
@@ -136,7 +137,7 @@ class Builder:
                 # whichever machine or load built them.
                 "version": read_models.digest.hexdigest()[:32],
                 "loaded_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "schema_version": tables.SCHEMA_VERSION,
+                "schema_version": schema_version(RESOURCES),
                 "features": sorted(self._features()),
             },
         )

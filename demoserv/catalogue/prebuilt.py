@@ -15,6 +15,8 @@ import struct
 from pathlib import Path
 
 from .. import tables
+from ..fingerprint import schema_version
+from ..resources import RESOURCES
 from ..shared import connect_read_only
 from ..tables import expected_columns, schema_mismatch
 from . import install
@@ -140,10 +142,11 @@ def _check_contents(connection, refuse):
             info = info.fetchall()
         except sqlite3.OperationalError:  # other columns: told by the mismatch below
             pass
-    if len(info) == 1 and info[0][0] != tables.SCHEMA_VERSION:
+    expected = schema_version(RESOURCES)
+    if len(info) == 1 and info[0][0] != expected:
         raise refuse(
             f"built for schema version {info[0][0]}; this service reads version "
-            f"{tables.SCHEMA_VERSION}: build it again with this version (demoserv load the "
+            f"{expected}: build it again with this version (demoserv load the "
             "catalogue folder or the upstream's export)"
         )
     if mismatch is not None:

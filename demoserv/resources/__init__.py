@@ -1,6 +1,7 @@
 """The registry of resources: one module per resource, each declaring it whole. Every
 list of resources elsewhere (the API root, the blueprints, OPTIONS, the OpenAPI document,
-the loader's order, the exporter) is derived from ``RESOURCES``."""
+the loader's order, the exporter, the schema version of built files) is derived from
+``RESOURCES``."""
 
 from . import (
     bbses,
