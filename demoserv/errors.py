@@ -5,30 +5,11 @@ import logging
 from flask import current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, SecurityError
 
+from .api_error import DETAILS, APIError
+
 log = logging.getLogger(__name__)
 
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
-
-# Wording of Django REST Framework, which API clients of the upstream catalogue know.
-DETAILS = {
-    400: "Bad request.",
-    404: "Not found.",
-    406: "Could not satisfy the request Accept header.",
-    413: "Request entity too large.",
-    414: "Request URI too long.",
-    431: "Request header fields too large.",
-    500: "A server error occurred.",
-    503: "Service temporarily unavailable, try again later.",
-}
-
-
-class APIError(Exception):
-    """An error answered to the client as ``status`` with ``{"detail": detail}``."""
-
-    def __init__(self, status, detail=None):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail or DETAILS.get(status, "Error.")
 
 
 def json_error(status, detail):

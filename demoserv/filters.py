@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import func, select
 
-from .errors import APIError
+from .api_error import APIError
 from .listing import search_arrays
 from .shared import (
     ID_PATTERN,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam
 
-from .errors import APIError
+from .api_error import APIError
 
 
 @dataclass(frozen=True)

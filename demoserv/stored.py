@@ -21,7 +21,7 @@ import zstandard
 
 @dataclass(frozen=True)
 class LinkStyle:
-    """What the addresses of records are built from (``links.api_url``, ``site_url``)."""
+    """What the addresses of records are built from (``addresses.api_url``, ``site_url``)."""
 
     api_root: str  # ends with "/"
     suffix: str  # what ends an address: "/", "/?format=..." or ".json" in place of the "/"

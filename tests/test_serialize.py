@@ -8,7 +8,7 @@ import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
-from demoserv import links, stored
+from demoserv import addresses, links, stored
 from demoserv.catalogue import build, load_catalogue
 from demoserv.catalogue.build import ReadModels
 from demoserv.db import get_database
@@ -41,14 +41,14 @@ def schema_records(app, resource, fmt):
             resource.complete_detail(build, rows)
     suffix = fmt[1:] if fmt.startswith(".") else ""
     end = links.address_end(suffix, "" if suffix else fmt)
-    style = links.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
-    token = links.use_style(style)
+    style = stored.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
+    token = addresses.use_style(style)
     try:
         return {
             row["id"]: (resource.schema.dump(row), resource.detail_schema.dump(row)) for row in rows
         }
     finally:
-        links.reset_style(token)
+        addresses.reset_style(token)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table)
                 ]
                 resource.complete(build, rows)
                 resource.complete_detail(build, rows)
-        token = links.use_style(stored.MARKERS)
+        token = addresses.use_style(stored.MARKERS)
         try:
             for schema in (resource.schema, resource.detail_schema):
                 dump = compile_dumper(schema)
@@ -123,7 +123,7 @@ def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table)
                     assert orjson.loads(orjson.dumps(dump(row))) == schema.dump(row)
                     assert list(dump(row)) == list(schema.dump(row))
         finally:
-            links.reset_style(token)
+            addresses.reset_style(token)
 
 
 def test_unknown_fields_are_refused_when_compiled():
@@ -168,26 +168,26 @@ def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
 def test_stored_templates_keep_text_that_looks_like_their_keys():
     """Records are stored as %-templates: text holding %, a template key or the field
     name comes back as it was, and only the markers and the field's key change."""
-    from demoserv.stored import RecordCodec
+    from demoserv.stored import LinkStyle, RecordCodec, resolver
 
     text = 'a 100% demo: %(A)b %%(N)b %s \\u0000A "service_url": %'
-    with_markers = links.LinkStyle("\x00A", "\x00F", "\x00S")
-    token = links.use_style(with_markers)
+    with_markers = LinkStyle("\x00A", "\x00F", "\x00S")
+    token = addresses.use_style(with_markers)
     try:
         record = {
-            "url": links.api_url("productions", 7),
+            "url": addresses.api_url("productions", 7),
             "title": text,
-            "service_url": links.site_url("/productions/7/"),
-            "nested": [{"service_url": links.site_url("/parties/1/"), "name": text}],
+            "service_url": addresses.site_url("/productions/7/"),
+            "nested": [{"service_url": addresses.site_url("/parties/1/"), "name": text}],
         }
     finally:
-        links.reset_style(token)
+        addresses.reset_style(token)
     built = orjson.dumps(record)
     codec = RecordCodec.trained([built] * 3, 1024)
     stored = codec.compress(built)
     assert codec.marked(stored) == built
-    style = links.LinkStyle("http://h/api/v1/", "/?format=json", "https://site")
-    resolved = links.resolver(style, "demozoo_url")(b"[" + codec.expand(stored) + b"]")
+    style = LinkStyle("http://h/api/v1/", "/?format=json", "https://site")
+    resolved = resolver(style, "demozoo_url")(b"[" + codec.expand(stored) + b"]")
     assert orjson.loads(resolved) == [
         {
             "url": "http://h/api/v1/productions/7/?format=json",

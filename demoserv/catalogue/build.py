@@ -1,7 +1,7 @@
 """Writing a new catalogue database file: rows in bulk, then ranks, indexes, and the read
 models — every list and detail record's JSON, built once here with the resources'
-marshmallow schemas (with link markers that each request resolves: ``links.py``), so
-that serving a page is reading and joining stored documents.
+marshmallow schemas (with address markers that each request resolves: ``addresses.py``),
+so that serving a page is reading and joining stored documents.
 """
 
 import datetime
@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, select, update
 from sqlalchemy.schema import CreateTable
 
-from .. import filters, links, listing, ordering, tables
+from .. import addresses, filters, listing, ordering, tables
 from ..fingerprint import schema_version
 from ..resources import BY_NAME, LOAD_ORDER, RESOURCES
 from ..serialize import Built, compile_dumper
@@ -318,7 +318,7 @@ class ReadModels:
     def build(self):
         """List records of every resource in load order, each resource's details in the
         same pass where what they nest is built by then, the others after."""
-        token = links.use_style(MARKERS)
+        token = addresses.use_style(MARKERS)
         try:
             later = []
             built = self.built = set()  # resources whose list records are all built
@@ -334,7 +334,7 @@ class ReadModels:
                 self.building = resource.name
                 self._documents(resource, detail=True, listed=False)
         finally:
-            links.reset_style(token)
+            addresses.reset_style(token)
             self.kept.clear()
 
     def _documents(self, resource, detail, listed=True):

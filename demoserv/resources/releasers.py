@@ -5,9 +5,9 @@ from marshmallow import Schema, fields
 from sqlalchemy import literal_column, or_, select
 
 from .. import filters, records, tables
+from ..addresses import site_url
 from ..db import get_catalogue, get_connection
 from ..errors import APIError
-from ..links import site_url
 from ..rendering import last_arg
 from . import storage
 from .answers import (

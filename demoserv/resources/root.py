@@ -2,7 +2,8 @@
 
 from flask import Blueprint, redirect, url_for
 
-from ..links import api_url
+from ..addresses import api_url
+from ..links import request_style
 from .answers import add_view, options_body
 
 
@@ -11,7 +12,8 @@ def blueprint(resource_names):
     bp = Blueprint("root", __name__)
 
     def api_root():
-        return {name: api_url(name) for name in resource_names}
+        style = request_style()
+        return {name: api_url(name, style=style) for name in resource_names}
 
     add_view(bp, "/api/v1/", api_root, describe)
     bp.add_url_rule("/", "index", index)

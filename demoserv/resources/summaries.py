@@ -5,7 +5,7 @@ that build a record's addresses."""
 from marshmallow import Schema, fields
 
 from .. import tables
-from ..links import api_url, site_url
+from ..addresses import api_url, site_url
 from ..shared import SECTIONS
 from .declaration import owned_rows
 
