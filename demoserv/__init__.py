@@ -25,7 +25,7 @@ from . import (
 from .catalogue import CatalogueError, load_catalogue, provenance
 from .catalogue.install import InstallError
 from .fingerprint import schema_version
-from .resources import BLUEPRINTS, RESOURCES
+from .resources import NAMES, RESOURCES, answers, root
 from .version import __version__ as __version__
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def create_app(test_config=None, instance_path=None, database=None):
     listing.init_app(app, db.database_path(app))
     rendering.init_app(app)
     pipeline.init_app(app)
-    for blueprint in BLUEPRINTS:
+    for blueprint in (root.blueprint(NAMES), *answers.blueprints(RESOURCES)):
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(status.bp)

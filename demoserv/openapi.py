@@ -12,7 +12,7 @@ from marshmallow import Schema, fields
 from . import parameters
 from .catalogue import status
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
-from .resources import RESOURCES, releasers
+from .resources import BY_NAME, RESOURCES
 from .shared import MAX_ID
 from .version import __version__
 
@@ -273,8 +273,9 @@ def build():
         "required": True,
         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
     }
+    records = {}  # resource -> the component name of its list record
     for resource in RESOURCES:
-        record = _register(spec, resource.schema)
+        record = records[resource.name] = _register(spec, resource.schema)
         detail = _register(spec, resource.detail_schema or resource.schema)
         spec.components.schema(f"{record}Page", _page(record, resource.page_size, detail))
         spec.path(
@@ -306,25 +307,28 @@ def build():
                 "options": _options(f"a {resource.title.lower()}"),
             },
         )
-    for name, description in releasers.SUB_RESOURCES.items():
-        spec.path(
-            path=f"/api/v1/releasers/{{id}}/{name}/",
-            parameters=[id_parameter],
-            operations={
-                "get": {
-                    "summary": description,
-                    "parameters": COMMON_PARAMETERS,
-                    "responses": {
-                        "200": _json_or_jsonp(
-                            {"type": "array", "items": _ref("Production")},
-                            "Every such production of the releaser.",
-                        ),
-                        **_errors("400", "404", "406", "503"),
+    for resource in RESOURCES:
+        title = resource.title.lower()
+        for name, sub_listing in resource.sub_listings.items():
+            listed = BY_NAME[sub_listing.listed]
+            spec.path(
+                path=f"/api/v1/{resource.name}/{{id}}/{name}/",
+                parameters=[id_parameter],
+                operations={
+                    "get": {
+                        "summary": sub_listing.description,
+                        "parameters": COMMON_PARAMETERS,
+                        "responses": {
+                            "200": _json_or_jsonp(
+                                {"type": "array", "items": _ref(records[listed.name])},
+                                f"Every such {listed.title.lower()} of the {title}.",
+                            ),
+                            **_errors("400", "404", "406", "503"),
+                        },
                     },
+                    "options": _options(f"a {title}'s {name.replace('_', ' ')}"),
                 },
-                "options": _options(f"a releaser's {name.replace('_', ' ')}"),
-            },
-        )
+            )
     spec.components.schema("Status", _status_schema())
     spec.path(
         path=STATUS_PATH,

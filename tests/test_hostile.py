@@ -138,12 +138,12 @@ def test_one_access_line_per_request(client, caplog):
 def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(
     app, client, caplog, monkeypatch
 ):
-    from demoserv.resources import platforms
+    from demoserv.resources.answers import Serving
 
     def broken(*args):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(platforms.resource, "fetch_page", broken)
+    monkeypatch.setattr(Serving, "fetch_page", broken)
     with caplog.at_level(logging.INFO):
         response = client.get("/api/v1/platforms/")
     assert response.status_code == 500 and b"secret" not in response.data

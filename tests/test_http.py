@@ -183,12 +183,12 @@ def test_missing_trailing_slash_redirects_keeping_the_query(client, path, locati
 
 
 def test_unexpected_errors_are_json_500_without_internals(app, client, monkeypatch):
-    from demoserv.resources import productions
+    from demoserv.resources.answers import Serving
 
     def broken(*args):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(productions.resource, "fetch_page", broken)
+    monkeypatch.setattr(Serving, "fetch_page", broken)
     response = client.get("/api/v1/productions/")
     assert response.status_code == 500
     assert response.json == {"detail": "A server error occurred."}

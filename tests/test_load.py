@@ -9,10 +9,11 @@ import pytest
 from demoserv.catalogue import CatalogueError, Progress, build, export_catalogue, load_catalogue
 from demoserv.catalogue.build import Builder
 from demoserv.catalogue.files import catalogue_files
+from demoserv.catalogue.resources import LOAD_ORDER
 from demoserv.catalogue.rows import Loader
 from demoserv.catalogue.scratch import Scratch
 from demoserv.db import read_only_engine
-from demoserv.resources import BY_NAME, LOAD_ORDER
+from demoserv.resources import BY_NAME
 
 from . import oracle
 from .conftest import walk

@@ -7,9 +7,10 @@ from sqlalchemy import func, select
 
 from demoserv.catalogue.build import SCRATCH_TABLES
 from demoserv.catalogue.export import export_catalogue
+from demoserv.catalogue.resources import LOAD_ORDER, LOADING
 from demoserv.db import read_only_engine
 from demoserv.openapi import build
-from demoserv.resources import BY_NAME, LOAD_ORDER, RESOURCES
+from demoserv.resources import BY_NAME, NAMES, RESOURCES
 
 from . import oracle
 
@@ -30,10 +31,11 @@ def test_every_resource_is_documented():
 
 
 def test_every_resource_is_loaded_and_exported(loaded_database, tmp_path):
-    """Every resource has its file, in the load and in the export."""
-    assert sorted(LOAD_ORDER) == sorted(BY_NAME)
+    """Every resource has its load module and its file, in the load and in the export."""
+    assert sorted(LOAD_ORDER) == sorted(NAMES) == sorted(LOADING)
     for name in LOAD_ORDER:
-        assert BY_NAME[name].record_schema is not None
+        assert LOADING[name].resource is BY_NAME[name]
+        assert LOADING[name].record_schema is not None
     engine = read_only_engine(loaded_database)
     with engine.connect() as connection:
         counts = export_catalogue(connection, tmp_path)
@@ -73,12 +75,12 @@ def test_every_resource_and_every_list_it_owns_is_loaded(loaded_database, catalo
             given = {record["id"] for record in records}
             rows = {row[0] for row in connection.execute(resource.table.select())}
             assert given <= rows, resource.name
-            for owned in resource.owns:
-                if owned.table in SCRATCH_TABLES:  # only in the built records, not served
+            for nested in LOADING[resource.name].nested_lists:
+                if nested.table in SCRATCH_TABLES:  # only in the built records, not served
                     continue
-                items = sum(len(record.get(owned.field) or ()) for record in records)
-                stored = connection.execute(select(func.count()).select_from(owned.table)).scalar()
-                assert stored >= items, (resource.name, owned.field)
+                items = sum(len(record.get(nested.field) or ()) for record in records)
+                stored = connection.execute(select(func.count()).select_from(nested.table)).scalar()
+                assert stored >= items, (resource.name, nested.field)
     engine.dispose()
 
 
@@ -97,11 +99,11 @@ def test_every_resource_is_imported_from_the_upstream_export(tmp_path):
 def test_every_list_a_record_gives_is_served(client, catalogue):
     """Each list field of each resource's catalogue records, given non-empty, is served
     non-empty in the record's detail: a list that the loader leaves out (not declared
-    as owned, nor taken by a relation) fails here."""
+    as a nested list, nor taken by a relation) fails here."""
     checked = 0
     for resource in RESOURCES:
         shown = {field.data_key or name for name, field in resource.detail_schema.fields.items()}
-        for name in resource.record_schema.fields:
+        for name in LOADING[resource.name].record_schema.fields:
             if name not in shown:
                 continue
             record = next(
@@ -142,13 +144,13 @@ def test_every_relation_names_registered_resources_and_their_fields():
     resources, on fields their record schemas read; the exporter leaves out exactly
     the sides a load derives."""
     from demoserv.catalogue.export import OTHER_SIDE
-    from demoserv.resources import RELATIONS, storage
+    from demoserv.catalogue.resources import RELATIONS, storage
 
-    declared = [relation for resource in RESOURCES for relation in resource.relations]
+    declared = [relation for loading in LOADING.values() for relation in loading.relations]
     assert sorted(map(id, declared)) == sorted(map(id, RELATIONS))
     derived = {name: set() for name in BY_NAME}
     for relation in RELATIONS:
-        if isinstance(relation, storage.Grouped):
+        if isinstance(relation, storage.Grouping):
             sides = [(relation.resource, [relation.field]), (relation.group, [relation.listed])]
             derived[relation.group].add(relation.listed)
         else:
@@ -161,7 +163,7 @@ def test_every_relation_names_registered_resources_and_their_fields():
         for name, names in sides:
             assert name in BY_NAME, name
             for field in names:
-                assert field in BY_NAME[name].record_schema.fields, (name, field)
+                assert field in LOADING[name].record_schema.fields, (name, field)
     assert {name: set(fields) for name, fields in OTHER_SIDE.items()} == derived
     assert derived["productions"] == {
         "release_parties",
@@ -171,7 +173,7 @@ def test_every_relation_names_registered_resources_and_their_fields():
 
 
 def test_every_resource_declares_its_part_of_the_upstream_import():
-    """Each resource's declaration fills its own table from the export."""
-    for resource in RESOURCES:
-        assert resource.upstream is not None, resource.name
-        assert resource.table in [fill.table for fill in resource.upstream.fills], resource.name
+    """Each resource's load module fills its own table from the export."""
+    for loading in LOADING.values():
+        assert loading.upstream is not None, loading.name
+        assert loading.table in [fill.table for fill in loading.upstream.fills], loading.name

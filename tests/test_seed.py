@@ -7,7 +7,8 @@ import pytest
 
 from demoserv.catalogue import load_catalogue
 from demoserv.catalogue.link_classes import ARCHIVED
-from demoserv.resources import BY_NAME, LOAD_ORDER
+from demoserv.catalogue.resources import LOAD_ORDER
+from demoserv.resources import BY_NAME
 
 from . import oracle
 from .conftest import walk

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from demoserv import addresses, links, stored
 from demoserv.catalogue import build, load_catalogue
 from demoserv.catalogue.build import ReadModels
+from demoserv.catalogue.resources import LOADING
 from demoserv.db import get_database
 from demoserv.resources import RESOURCES
 from demoserv.serialize import Built, compile_dumper
@@ -37,8 +38,8 @@ def schema_records(app, resource, fmt):
         with engine.connect() as connection:
             build = ReadModels(connection)
             rows = [dict(row) for row in connection.execute(select(resource.table)).mappings()]
-            resource.complete(build, rows)
-            resource.complete_detail(build, rows)
+            LOADING[resource.name].complete(build, rows)
+            LOADING[resource.name].complete_detail(build, rows)
     suffix = fmt[1:] if fmt.startswith(".") else ""
     end = links.address_end(suffix, "" if suffix else fmt)
     style = stored.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
@@ -112,8 +113,8 @@ def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table)
                     dict(row)
                     for row in connection.execute(select(resource.table).limit(50)).mappings()
                 ]
-                resource.complete(build, rows)
-                resource.complete_detail(build, rows)
+                LOADING[resource.name].complete(build, rows)
+                LOADING[resource.name].complete_detail(build, rows)
         token = addresses.use_style(stored.MARKERS)
         try:
             for schema in (resource.schema, resource.detail_schema):

@@ -15,9 +15,10 @@ from sqlalchemy.schema import CreateTable
 
 from .. import addresses, filters, listing, ordering, tables
 from ..fingerprint import schema_version
-from ..resources import BY_NAME, LOAD_ORDER, RESOURCES
+from ..resources import BY_NAME, RESOURCES
 from ..serialize import Built, compile_dumper
 from ..stored import MARKERS, RecordCodec
+from .resources import LOAD_ORDER, LOADING
 
 BATCH = 5000  # rows per INSERT
 DOC_BATCH = 1000  # records per read-model batch
@@ -326,18 +327,19 @@ class ReadModels:
                 resource = BY_NAME[name]
                 now = resource.details_table is not None and resource.detail_needs <= built
                 self.building = name
-                self._documents(resource, detail=now)
+                self._documents(LOADING[name], detail=now)
                 built.add(name)
                 if resource.details_table is not None and not now:
-                    later.append(resource)
-            for resource in later:
-                self.building = resource.name
-                self._documents(resource, detail=True, listed=False)
+                    later.append(LOADING[name])
+            for loading in later:
+                self.building = loading.name
+                self._documents(loading, detail=True, listed=False)
         finally:
             addresses.reset_style(token)
             self.kept.clear()
 
-    def _documents(self, resource, detail, listed=True):
+    def _documents(self, loading, detail, listed=True):
+        resource = loading.resource
         table = resource.table
         list_dump = compile_dumper(resource.schema)
         detail_dump = compile_dumper(resource.detail_schema)
@@ -358,7 +360,7 @@ class ReadModels:
             if not rows:
                 break
             last_id = rows[-1]["id"]
-            resource.complete(self, rows)
+            loading.complete(self, rows)
             if listed:
                 docs = [(row["id"], orjson.dumps(list_dump(row))) for row in rows]
                 self._digest(docs)
@@ -366,7 +368,7 @@ class ReadModels:
                 compress = lists.compress
                 self.raw.executemany(set_doc, [(compress(doc), key) for key, doc in docs])
             if detail:
-                resource.complete_detail(self, rows)
+                loading.complete_detail(self, rows)
                 docs = [(row["id"], orjson.dumps(detail_dump(row))) for row in rows]
                 self._digest(docs)
                 details.learn(docs)

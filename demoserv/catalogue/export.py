@@ -12,21 +12,21 @@ from marshmallow import fields
 from sqlalchemy import select
 
 from .. import records, tables
-from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from ..stored import RecordCodec
+from .resources import LOAD_ORDER, LOADING, RELATIONS, storage
 
 BATCH = 1000
 # Each resource's fields that the other side of a relation writes.
 OTHER_SIDE = {name: storage.written_by_other_side(RELATIONS, name) for name in LOAD_ORDER}
 
 
-def _file_record(resource, record):
+def _file_record(loading, record):
     """A detail record as its catalogue line: the fields its record schema reads, the
     sides of relations that the other side writes left out."""
-    other_side = OTHER_SIDE[resource.name]
+    other_side = OTHER_SIDE[loading.name]
     return {
         name: _file_value(field, record[name])
-        for name, field in resource.record_schema.fields.items()
+        for name, field in loading.record_schema.fields.items()
         if name in record and name not in other_side
     }
 
@@ -62,28 +62,30 @@ def export_catalogue(connection, target):
     target.mkdir(parents=True, exist_ok=True)
     counts = {}
     for name in LOAD_ORDER:
-        resource = BY_NAME[name]
+        loading = LOADING[name]
         path = target / f"{name}.jsonl"
         partial = path.with_name(f".{path.name}.partial")
         count = 0
         with partial.open("wb") as out:
-            for record in _records(connection, resource):
-                out.write(orjson.dumps(_file_record(resource, record)) + b"\n")
+            for record in _records(connection, loading):
+                out.write(orjson.dumps(_file_record(loading, record)) + b"\n")
                 count += 1
         os.replace(partial, path)
         counts[name] = count
     return counts
 
 
-def _records(connection, resource):
-    """The detail records of ``resource`` in id order, with the hidden values."""
+def _records(connection, loading):
+    """The detail records of a resource (``loading``: its load side) in id order, with
+    the hidden values."""
+    resource = loading.resource
     table = resource.table
     documents = resource.details_table if resource.details_table is not None else table
     # Values the API does not show (filters use them): read from the record's row.
     shown = {field.data_key or name for name, field in resource.detail_schema.fields.items()}
     hidden = [
         table.c[name]
-        for name in resource.record_schema.fields
+        for name in loading.record_schema.fields
         if name in table.c and name not in shown
     ]
     codec = RecordCodec(

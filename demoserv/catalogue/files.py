@@ -9,8 +9,8 @@ import stat
 import orjson
 from marshmallow import ValidationError
 
-from ..resources import LOAD_ORDER
 from .reporting import CatalogueError
+from .resources import LOAD_ORDER
 
 PROGRESS_EVERY = 1000  # lines between progress reports
 

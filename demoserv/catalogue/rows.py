@@ -1,24 +1,24 @@
 """Row writing: the records of a catalogue folder's files, read in load order, written
 as rows of the new catalogue file, with what they refer to handed to the scratch file
 (``scratch``) to be checked once every file is read. What is written, and which
-relations each record gives, is derived from the resources' declarations
-(``resources/storage.py``)."""
+relations each record gives, is derived from the resources' load declarations
+(``catalogue/resources/``, ``storage.py``)."""
 
 import orjson
 
-from ..resources import BY_NAME, LOAD_ORDER, RELATIONS, storage
 from .files import read_records
 from .reporting import CatalogueError
+from .resources import LOAD_ORDER, LOADING, RELATIONS, storage
 from .scratch import Pairs, Scratch, json_text
 
 # Records that nested summaries may refer to, and may create when their file lacks them.
-SUMMARISED = [name for name in LOAD_ORDER if BY_NAME[name].summarised]
+CREATED_BY_SUMMARIES = [name for name in LOAD_ORDER if LOADING[name].created_by_summaries]
 
 
 class Loader:
     """Reads the files in load order, checks what refers to what, and hands rows to the
-    builder. A relation's ``give`` hook (``storage.Side``) calls ``queue``, ``refer``,
-    ``refer_id``, ``find``, ``scratch`` and raises ``error``."""
+    builder. A relation side's ``collect`` hook (``storage.RelationSide``) calls
+    ``queue``, ``refer``, ``refer_id``, ``find``, ``scratch`` and raises ``error``."""
 
     error = CatalogueError
     json_text = staticmethod(json_text)
@@ -29,25 +29,25 @@ class Loader:
         self.progress = progress
         # Every record's id and place, the references and the nicks: checked at the end.
         self.scratch = Scratch(builder)
-        # Each relation's pairs, and what each resource's records give of them.
+        # Each relation's pairs, and what collects them from each resource's records.
         self.pairs = []
-        self.gives = {name: [] for name in LOAD_ORDER}
+        self.collectors = {name: [] for name in LOAD_ORDER}
         for relation in RELATIONS:
-            if isinstance(relation, storage.Grouped):
+            if isinstance(relation, storage.Grouping):
                 number = self.scratch.new_relation()
                 self.pairs.append((relation, number))
-                self.gives[relation.resource].append(self._group_giver(relation, number))
-                self.gives[relation.group].append(self._list_giver(relation, number))
+                self.collectors[relation.resource].append(self._group_collector(relation, number))
+                self.collectors[relation.group].append(self._list_collector(relation, number))
                 continue
             pairs = Pairs(self.scratch, *relation.names)
             self.pairs.append((relation, pairs))
             for number, side in enumerate(relation.sides):
-                give = _side_of(pairs, number)
+                add_pairs = _side_of(pairs, number)
                 other = relation.sides[1 - number].resource
-                self.gives[side.resource].append(
-                    _hook(self, side.give, give)
-                    if side.give is not None
-                    else self._side_giver(side, other, give)
+                self.collectors[side.resource].append(
+                    _hook(self, side.collect, add_pairs)
+                    if side.collect is not None
+                    else self._side_collector(side, other, add_pairs)
                 )
 
     def queue(self, table, row):
@@ -67,14 +67,15 @@ class Loader:
             if path is None:
                 continue
             count = 0
-            summarised = BY_NAME[name].summarised
-            for number, record in read_records(path, BY_NAME[name].record_schema, self.progress):
+            loading = LOADING[name]
+            keep = loading.created_by_summaries
+            for number, record in read_records(path, loading.record_schema, self.progress):
                 where = f"{path.name}:{number}"
                 first = self.scratch.add(
                     name,
                     record["id"],
                     where,
-                    record if summarised else None,
+                    record if keep else None,
                     given_nicks=name == "releasers" and record["nicks"] is not None,
                 )
                 if first is not None:
@@ -82,44 +83,44 @@ class Loader:
                         f"{where}: id: duplicate id {record['id']} "
                         f"(first on line {first.rpartition(':')[2]})"
                     )
-                self._accept(BY_NAME[name], record, where)
+                self._accept(loading, record, where)
                 count += 1
             self.progress.file_finished(path.name, count)
             counts[name] = count
-        for name in SUMMARISED:
-            resource = BY_NAME[name]
+        for name in CREATED_BY_SUMMARIES:
+            loading = LOADING[name]
             for record in self.scratch.from_summaries(name):
-                self.builder.queue(resource.table, storage.row(resource, record))
+                self.builder.queue(loading.table, storage.row(loading, record))
             counts[name] = self.scratch.count(name)
         self._resolve()
         return counts
 
     # Records of each file.
 
-    def _accept(self, resource, record, where):
-        """Write ``record``'s row and the lists it owns, as its resource declares them,
-        then give its sides of the relations that the declarations say it gives."""
-        self.builder.queue(resource.table, storage.row(resource, record))
-        for owned in resource.owns:
-            self._write_owned(owned, record, where)
-        for give in self.gives[resource.name]:
-            give(record, where)
+    def _accept(self, loading, record, where):
+        """Write ``record``'s row and its nested lists, as its resource declares them,
+        then collect its sides of the relations that the declarations say it gives."""
+        self.builder.queue(loading.table, storage.row(loading, record))
+        for nested in loading.nested_lists:
+            self._write_nested(nested, record, where)
+        for collect in self.collectors[loading.name]:
+            collect(record, where)
 
-    def _write_owned(self, owned, record, where):
-        position = len(record[owned.after] or ()) if owned.after is not None else 0
-        for index, item in enumerate(record[owned.field] or ()):
-            field = f"{owned.field}.{index}"
-            if owned.reference is not None:
-                column, resource = owned.reference
+    def _write_nested(self, nested, record, where):
+        position = len(record[nested.after] or ()) if nested.after is not None else 0
+        for index, item in enumerate(record[nested.field] or ()):
+            field = f"{nested.field}.{index}"
+            if nested.reference is not None:
+                column, resource = nested.reference
                 self.refer(resource, item, where, field)
                 row = {column: item["id"]}
-            elif owned.nick is not None:
-                nick = item[owned.nick] if owned.nick else item
-                self._nick(nick, where, f"{field}.{owned.nick}" if owned.nick else field)
+            elif nested.nick is not None:
+                nick = item[nested.nick] if nested.nick else item
+                self._nick(nick, where, f"{field}.{nested.nick}" if nested.nick else field)
                 row = {
                     name: value
                     for name, value in item.items()
-                    if name not in (owned.nick, "releaser")
+                    if name not in (nested.nick, "releaser")
                 }
                 row.update(
                     name=nick["name"],
@@ -128,21 +129,21 @@ class Loader:
                 )
             else:
                 row = dict(item)
-                for key, resource in owned.references.items():
+                for key, resource in nested.references.items():
                     self.refer(resource, item[key], where, f"{field}.{key}")
                     row[f"{key}_id"] = row.pop(key)["id"]
             self.builder.queue(
-                owned.table,
-                {owned.owner: record["id"], "position": position, **row, **owned.constant},
+                nested.table,
+                {nested.owner: record["id"], "position": position, **row, **nested.constant},
             )
             position += 1
 
-    def _side_giver(self, side, other, give):
-        """What gives ``side`` of a relation from the lists of a record (references to
-        records of ``other``)."""
+    def _side_collector(self, side, other, add_pairs):
+        """What collects ``side`` of a relation from the lists of a record (references
+        to records of ``other``)."""
         fields = side.fields
 
-        def give_side(record, where):
+        def collect_side(record, where):
             if all(record[field] is None for field, _ in fields):
                 return
             items = []
@@ -157,15 +158,15 @@ class Loader:
                     items.append(
                         (other_id, {name: value for name, value in item.items() if name != key})
                     )
-            give(record["id"], where, items)
+            add_pairs(record["id"], where, items)
 
-        return give_side
+        return collect_side
 
-    def _group_giver(self, grouped, number):
+    def _group_collector(self, grouped, number):
         """What remembers the group a record names (which must be read already)."""
-        title = BY_NAME[grouped.group].title.lower()
+        title = LOADING[grouped.group].resource.title.lower()
 
-        def give_group(record, where):
+        def collect_group(record, where):
             group = record[grouped.field]
             if group is not None:
                 if self.scratch.find(grouped.group, group["id"]) is None:
@@ -174,18 +175,18 @@ class Loader:
                     )
                 self.scratch.group_member(number, record["id"], group["id"], where)
 
-        return give_group
+        return collect_group
 
-    def _list_giver(self, grouped, number):
+    def _list_collector(self, grouped, number):
         """What remembers the records a group lists."""
 
-        def give_list(record, where):
+        def collect_list(record, where):
             if record[grouped.listed] is not None:
                 self.scratch.group_lists(
                     number, record["id"], where, [item["id"] for item in record[grouped.listed]]
                 )
 
-        return give_list
+        return collect_list
 
     def _nick(self, nick, where, field):
         self.refer("releasers", nick["releaser"], where, f"{field}.releaser")
@@ -220,15 +221,15 @@ class Loader:
         ).fetchone()
         if missing is not None:
             resource, record_id, where, field = missing
-            title = BY_NAME[LOAD_ORDER[resource]].title.lower()
+            title = LOADING[LOAD_ORDER[resource]].resource.title.lower()
             raise CatalogueError(f"{where}: {field}: no {title} with id {record_id}")
         self.scratch.resolve_nicks()
         for relation, pairs in self.pairs:
-            if isinstance(relation, storage.Both):
+            if isinstance(relation, storage.Relation):
                 self._resolve_pairs(relation, pairs)
         # Groups last: their records' rows are updated in place.
         for relation, number in self.pairs:
-            if isinstance(relation, storage.Grouped):
+            if isinstance(relation, storage.Grouping):
                 self.scratch.resolve_group(number, relation)
 
     def _resolve_pairs(self, relation, pairs):
@@ -275,10 +276,10 @@ class Loader:
 
 
 def _side_of(pairs, number):
-    """What gives side ``number`` of ``pairs``: give(owner, where, items)."""
+    """What adds side ``number`` of ``pairs``: add_pairs(owner, where, items)."""
     return lambda owner, where, items: pairs.give(number, owner, where, items)
 
 
-def _hook(loader, hook, give):
-    """A declared ``give`` hook of a side, bound to the loader and the side."""
-    return lambda record, where: hook(loader, record, where, give)
+def _hook(loader, hook, add_pairs):
+    """A declared ``collect`` hook of a side, bound to the loader and the side."""
+    return lambda record, where: hook(loader, record, where, add_pairs)

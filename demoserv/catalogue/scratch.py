@@ -12,8 +12,8 @@ import sqlite3
 
 import orjson
 
-from ..resources import BY_NAME, LOAD_ORDER
 from .reporting import CatalogueError
+from .resources import LOAD_ORDER, LOADING
 
 
 def json_text(value):
@@ -182,7 +182,7 @@ class Scratch:
                 relation INTEGER NOT NULL, left_id INTEGER NOT NULL, right_id INTEGER NOT NULL,
                 side INTEGER NOT NULL, position INTEGER NOT NULL,
                 PRIMARY KEY (relation, left_id, right_id, side)) WITHOUT ROWID""",
-            # Groups (storage.Grouped): the records each group lists, and the group each
+            # Groups (storage.Grouping): the records each group lists, and the group each
             # record gives.
             """CREATE TABLE scratch.load_group_lists (
                 relation INTEGER NOT NULL, group_id INTEGER NOT NULL, place TEXT NOT NULL,
@@ -459,8 +459,10 @@ class Scratch:
     def resolve_group(self, relation, grouped):
         """Check the records that groups list against the groups that records give, and
         put each record in its group, in the group's order, else by name."""
-        member, group = (BY_NAME[name].title.lower() for name in (grouped.resource, grouped.group))
-        table = BY_NAME[grouped.resource].table.name
+        member, group = (
+            LOADING[name].resource.title.lower() for name in (grouped.resource, grouped.group)
+        )
+        table = LOADING[grouped.resource].table.name
         wrong = self.query(
             "SELECT listed.place, listed.position, listed.member_id, record.place, "
             "given.group_id, (SELECT place || ' (' || :listed || '.' || position || ')' "

@@ -14,10 +14,10 @@ import sqlite3
 from pathlib import Path
 
 from .. import shared, tables
-from ..resources import BY_NAME, LOAD_ORDER, storage
 from .build import SCRATCH_TABLES
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
+from .resources import LOAD_ORDER, LOADING, storage
 
 # The export's tables that every resource's tags read (UPSTREAM.md).
 WANTED = {
@@ -39,7 +39,7 @@ FOREIGN_KEYS = [
 REQUIRED = {}
 CHOICES = {}
 # Every resource's part of the import (Resource.upstream), in load order.
-DECLARED = [BY_NAME[name].upstream for name in LOAD_ORDER if BY_NAME[name].upstream is not None]
+DECLARED = [LOADING[name].upstream for name in LOAD_ORDER if LOADING[name].upstream is not None]
 for _declared in DECLARED:
     WANTED.update(_declared.tables)
     FOREIGN_KEYS.extend(_declared.foreign_keys)

@@ -1,5 +1,6 @@
-"""How a resource is served: its list, detail and OPTIONS answers, read from the records
-built at load (the read models: see ``catalogue/build.py``), and the routes to them."""
+"""How a resource is served: its list, detail, sub-listing and OPTIONS answers, read from
+the records built at load (the read models: see ``catalogue/build.py``), and the routes
+to them — every resource's views, derived from its declaration (``declaration.py``)."""
 
 import functools
 
@@ -70,14 +71,14 @@ def render(docs, only=None):
 class Serving:
     """The answers of a resource, from its declaration (``declaration.Resource``)."""
 
-    def __init__(self):
-        self.list_fields = frozenset(self._output_names(self.schema))
+    def __init__(self, resource):
+        self.resource = resource
+        self.list_fields = frozenset(self._output_names(resource.schema))
         self._rank_statements = {}
         ids = bindparam("ids", expanding=True)
-        self.docs_statement = select(self.table.c.id, self.table.c.doc).where(
-            self.table.c.id.in_(ids)
-        )
-        details = self.details_table if self.details_table is not None else self.table
+        table = resource.table
+        self.docs_statement = select(table.c.id, table.c.doc).where(table.c.id.in_(ids))
+        details = resource.details_table if resource.details_table is not None else table
         self.detail_docs_statement = select(details.c.id, details.c.doc).where(
             details.c.id.in_(ids)
         )
@@ -89,18 +90,19 @@ class Serving:
 
     def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
         """(page, record JSON documents) of the listing the request asks for."""
-        size = self.page_size
+        resource = self.resource
+        size = resource.page_size
         if not conditions and parsed_ordering.single_key is not None and not detail:
-            page = pagination.current_page(catalogue.counts.get(self.name, 0), size)
+            page = pagination.current_page(catalogue.counts.get(resource.name, 0), size)
             statement = self._rank_statements.get(parsed_ordering.cache_key)
             if statement is None:
                 statement = self._rank_statements[parsed_ordering.cache_key] = (
-                    parsed_ordering.rank_statement(select(self.table.c.doc))
+                    parsed_ordering.rank_statement(select(resource.table.c.doc))
                 )
             bounds = parsed_ordering.rank_bounds(page.start, page.stop, page.count)
-            expand = catalogue.expander(self.name)
+            expand = catalogue.expander(resource.name)
             return page, [expand(doc) for doc in connection.execute(statement, bounds).scalars()]
-        ids = catalogue.listing(self, parsed_ordering, conditions, connection)
+        ids = catalogue.listing(resource, parsed_ordering, conditions, connection)
         page = pagination.current_page(len(ids), size)
         return page, self.fetch_docs(connection, ids[page.start : page.stop], detail)
 
@@ -109,17 +111,17 @@ class Serving:
         if not len(ids):
             return []
         statement = self.detail_docs_statement if detail else self.docs_statement
-        expand = get_catalogue().expander(self.name, self._kind(detail))
+        expand = get_catalogue().expander(self.resource.name, self._kind(detail))
         return fetch_docs(connection, statement, ids, expand)
 
     def _kind(self, detail):
         """Which stored records a detail (or list) answer reads."""
-        return "detail" if detail and self.details_table is not None else "list"
+        return "detail" if detail and self.resource.details_table is not None else "list"
 
     def answer_list(self):
-        parsed_ordering = ordering.parse(self, last_arg("ordering"))
+        parsed_ordering = ordering.parse(self.resource, last_arg("ordering"))
         catalogue = get_catalogue()
-        conditions = filters.parse(self, request.args, catalogue)
+        conditions = filters.parse(self.resource, request.args, catalogue)
         only = parse_fields(last_arg("fields"))
         detail = only is not None and not only <= self.list_fields
         page, docs = self.fetch_page(
@@ -131,27 +133,81 @@ class Serving:
         doc = get_connection().execute(self.detail_statement, {"id": record_id}).scalar()
         if doc is None:
             raise APIError(404)
-        doc = get_catalogue().expander(self.name, self._kind(True))(doc)
+        doc = get_catalogue().expander(self.resource.name, self._kind(True))(doc)
         return json_response(render([doc], parse_fields(last_arg("fields")))[1:-1])
+
+    def answer_sub_listing(self, sub_listing, listed, record_id):
+        """The list records of ``listed`` (its Serving) that ``sub_listing`` finds."""
+        connection = get_connection()
+        ids = sub_listing.find(connection, record_id)
+        if ids is None:
+            raise APIError(404)
+        expand = get_catalogue().expander(listed.resource.name)
+        docs = fetch_docs(connection, listed.docs_statement, ids, expand)
+        return json_response(render(docs, parse_fields(last_arg("fields"))))
 
     def describe(self, detail):
         """The body of an OPTIONS answer."""
+        resource = self.resource
         body = options_body(
-            f"{self.title} {'Instance' if detail else 'List'}",
-            self.description,
-            describe_parameters(self, detail),
+            f"{resource.title} {'Instance' if detail else 'List'}",
+            resource.description,
+            describe_parameters(resource, detail),
         )
         if not detail:
-            body["ordering"] = list(self.keys)
+            body["ordering"] = list(resource.keys)
         return body
 
-    def blueprint(self, list_view, detail_view):
-        """The blueprint serving ``list_view`` at ``/api/v1/<name>/`` and ``detail_view`` at
-        ``/api/v1/<name>/<id>/``."""
-        bp = Blueprint(self.name, __name__, url_prefix="/api/v1")
-        add_view(bp, f"/{self.name}/", list_view, lambda: self.describe(detail=False))
-        add_view(bp, f"/{self.name}/{RECORD_ID}/", detail_view, lambda: self.describe(detail=True))
+    def describe_sub_listing(self, name):
+        return options_body(
+            f"{self.resource.title} {name.replace('_', ' ').title()} List",
+            self.resource.sub_listings[name].description,
+            self.describe(detail=True)["parameters"],
+        )
+
+    def blueprint(self, served):
+        """The blueprint serving the list at ``/api/v1/<name>/``, the detail at
+        ``/api/v1/<name>/<id>/`` and each sub-listing at ``/api/v1/<name>/<id>/<sub>/``
+        (``served``: the Serving of every resource, by name)."""
+        name = self.resource.name
+        bp = Blueprint(name, __name__, url_prefix="/api/v1")
+        add_view(bp, f"/{name}/", _view(f"{name}_list", self.answer_list), self._describer(False))
+        add_view(
+            bp,
+            f"/{name}/{RECORD_ID}/",
+            _view(f"{name}_detail", self.answer_detail),
+            self._describer(True),
+        )
+        for sub_name, sub_listing in self.resource.sub_listings.items():
+            answer = functools.partial(
+                self.answer_sub_listing, sub_listing, served[sub_listing.listed]
+            )
+            add_view(
+                bp,
+                f"/{name}/{RECORD_ID}/{sub_name}/",
+                _view(f"{name}_{sub_name}", answer),
+                functools.partial(self.describe_sub_listing, sub_name),
+            )
         return bp
+
+    def _describer(self, detail):
+        return functools.partial(self.describe, detail)
+
+
+def _view(name, answer):
+    """``answer`` as a view function named ``name`` (its endpoint)."""
+
+    def view(**kwargs):
+        return answer(**kwargs)
+
+    view.__name__ = name
+    return view
+
+
+def blueprints(resources):
+    """The blueprints of every resource of the registry."""
+    served = {resource.name: Serving(resource) for resource in resources}
+    return [serving.blueprint(served) for serving in served.values()]
 
 
 def add_view(bp, rule, view, describe):

@@ -1,7 +1,6 @@
 """Platforms: computer and console systems and software environments, one page."""
 
-from .. import filters, records, tables
-from . import storage
+from .. import filters, tables
 from .declaration import Resource
 from .summaries import PlatformSchema
 
@@ -16,31 +15,7 @@ class Platforms(Resource):
         filters.Search("search", filters.search_help("platforms", "name")),
     )
     schema = PlatformSchema()
-    record_schema = records.PlatformRecord()
-    summarised = True  # a production's or competition's summary may create one
-    upstream = storage.Upstream(
-        tables={"platforms_platform": {"id": "int", "name": "text"}},
-        required={"platforms_platform": ("name",)},
-        fills=(
-            storage.Fill(
-                tables.platforms,
-                {"id": "id", "name": "name", "name_key": "name_key(name)"},
-                "FROM stage.platforms_platform",
-            ),
-        ),
-    )
     page_size = None
 
 
 resource = Platforms()
-
-
-def platform_list():
-    return resource.answer_list()
-
-
-def platform_detail(record_id):
-    return resource.answer_detail(record_id)
-
-
-bp = resource.blueprint(platform_list, platform_detail)

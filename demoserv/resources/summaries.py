@@ -1,13 +1,11 @@
 """The nested summaries that several resources show (each a list record of its own
 resource, or a nested list of records that more than one resource shows), and the fields
-that build a record's addresses."""
+that build a record's addresses. Output shapes, shared by the answers and the build."""
 
 from marshmallow import Schema, fields
 
-from .. import tables
 from ..addresses import api_url, site_url
 from ..shared import SECTIONS
-from .declaration import owned_rows
 
 URL = {"type": "string", "format": "uri"}  # how an address field is documented
 # The first fields of a named record's detail, in the upstream's order.
@@ -123,24 +121,3 @@ class ResultSchema(Schema):
     ranking = fields.String()
     score = fields.String()
     production = fields.Nested(ProductionSchema)
-
-
-RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
-
-
-def competition_results(build, competition_ids):
-    """{competition id: its results in order} of the competitions ``competition_ids``,
-    each result with its production's list record (``ResultSchema``), at load."""
-    rows = build.rows(RESULTS, competition_ids)
-    productions = build.records("productions", {row["production_id"] for row in rows})
-    results = {}
-    for row in rows:
-        results.setdefault(row["competition_id"], []).append(
-            {
-                "position": row["position"],
-                "ranking": row["ranking"],
-                "score": row["score"],
-                "production": productions[row["production_id"]],
-            }
-        )
-    return results

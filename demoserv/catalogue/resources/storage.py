@@ -1,14 +1,14 @@
-"""How a resource's records are stored, declared with the resource: the columns of its
-row (the record's fields of the same name, and its ``derived_columns``), the nested
-lists it ``owns``, each stored as rows of a table of its own, and the ``relations`` it
-stores that other records show too (``Both``, ``Grouped``). The loader
+"""How a resource's records are stored, declared in its load module: the columns of its
+row (the record's fields of the same name, and its ``derived_columns``), its
+``nested_lists``, each stored as rows of a table of its own (``NestedList``), and the
+``relations`` it stores that other records show too (``Relation``, ``Grouping``). The loader
 (``catalogue/rows.py``) writes every resource's rows and checks every relation in the
 scratch file (``catalogue/scratch.py``) from these declarations; the exporter leaves
 out the sides it derives (``written_by_other_side``)."""
 
 from dataclasses import dataclass, field
 
-from ..shared import date_key, name_key, timestamp_key
+from ...shared import date_key, name_key, timestamp_key
 
 
 def optional(function):
@@ -30,7 +30,7 @@ def date_keys(*names):
 
 
 @dataclass(frozen=True)
-class Owned:
+class NestedList:
     """A nested list of a record stored as rows of ``table`` (the owner's id, the item's
     position in the list, then the item's fields). ``references``: keys of an item that
     refer to a record of their own (key -> resource), stored as ``<key>_id``;
@@ -111,11 +111,11 @@ class Upstream:
 
 
 @dataclass(frozen=True)
-class Side:
+class RelationSide:
     """One side of a relation shown from both sides: records of ``resource`` give it in
     the lists ``fields`` ((field, key): each item refers to the other side's record by
     its ``key``, its other keys the pair's values; key None: the item is the reference
-    itself), unless ``give`` does (``give(loader, record, where, give_side)``, for a
+    itself), unless ``collect`` does (``collect(loader, record, where, add_pairs)``, for a
     side nested deeper); a pair stores the record's id in ``column`` and the item's
     place in its list in ``position``. A list not given is derived from the other side,
     ordered by ``order_column`` (a column of the other side's table, ties by id), else
@@ -128,7 +128,7 @@ class Side:
     position: str
     order_column: object = None
     order_key: object = None
-    give: object = None
+    collect: object = None
     label: str = None
 
     def __post_init__(self):
@@ -137,14 +137,14 @@ class Side:
 
 
 @dataclass(frozen=True)
-class Both:
+class Relation:
     """A relation shown from both sides, stored as rows of ``table``, one a pair: the
     ``left`` side writes it in an export, the ``right`` side is derived at load when
     not given. ``names``: what a record of each side is called in messages."""
 
     table: object
-    left: Side
-    right: Side
+    left: RelationSide
+    right: RelationSide
     names: tuple
 
     @property
@@ -153,7 +153,7 @@ class Both:
 
 
 @dataclass(frozen=True)
-class Grouped:
+class Grouping:
     """Records of ``resource`` grouped in records of ``group``: a record names its group
     in ``field`` (stored in its ``column``), a group lists its records in ``listed``,
     in order (stored in their ``position``; not given: by name). A group's list is
@@ -172,7 +172,7 @@ def written_by_other_side(relations, name):
     side, which writes them in an export."""
     result = set()
     for relation in relations:
-        if isinstance(relation, Grouped):
+        if isinstance(relation, Grouping):
             if relation.group == name:
                 result.add(relation.listed)
         elif relation.right.resource == name:
