@@ -5,7 +5,7 @@ import os
 import pytest
 
 from demoserv import create_app
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 
 from . import catalogue_factory
 from .openapi_check import ValidatingClient

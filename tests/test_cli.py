@@ -11,7 +11,7 @@ import click
 import pytest
 
 from demoserv import serving
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.cli import COMMANDS, main
 from demoserv.settings import SETTINGS
 

@@ -7,7 +7,7 @@ from sqlalchemy import insert
 from sqlalchemy.exc import OperationalError
 
 from demoserv import filters, tables
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import get_connection
 from demoserv.resources import BY_NAME
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from demoserv import create_app
-from demoserv.catalogue import fetch, install, load_catalogue, provenance
+from demoserv.catalogue import fetch, install, provenance
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.progress import DownloadBar
 
 from .terminal import run_on_a_terminal

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue import CatalogueError, load_catalogue
 from demoserv.catalogue.build import Builder
 from demoserv.catalogue.install import InstallError, building, install, previous_path
+from demoserv.catalogue.reporting import CatalogueError
+from demoserv.catalogue.sources import load_catalogue
 
 from . import catalogue_factory
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from demoserv import access_log, create_app, listing, serving
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 FOUND_BEFORE = "/api/v1/productions/?released_since=1993-06"

@@ -6,12 +6,15 @@ import tracemalloc
 
 import pytest
 
-from demoserv.catalogue import CatalogueError, Progress, build, export_catalogue, load_catalogue
+from demoserv.catalogue import build
 from demoserv.catalogue.build import Builder
+from demoserv.catalogue.export import export_catalogue
 from demoserv.catalogue.files import catalogue_files
+from demoserv.catalogue.reporting import CatalogueError, Progress
 from demoserv.catalogue.resources import LOAD_ORDER
 from demoserv.catalogue.rows import Loader
 from demoserv.catalogue.scratch import Scratch
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import read_only_engine
 from demoserv.resources import BY_NAME
 

@@ -95,7 +95,7 @@ def test_platforms_are_one_page_whatever_their_number(client, catalogue):
 
 
 def test_empty_listing_has_a_valid_first_page(make_app, tmp_path):
-    from demoserv.catalogue import load_catalogue
+    from demoserv.catalogue.sources import load_catalogue
 
     source = tmp_path / "only-platforms"
     source.mkdir()

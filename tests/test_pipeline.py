@@ -10,8 +10,9 @@ import pytest
 from flask import g
 
 import demoserv
+import demoserv.factory
 from demoserv import SWITCH_INTERVAL, create_app, pipeline, serving_app
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 
 
 def _make(database, **config):
@@ -157,7 +158,7 @@ def bare_logging(monkeypatch):
 def test_create_app_leaves_the_process_alone(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
     calls = []
-    monkeypatch.setattr(demoserv, "give_back_large_blocks", lambda: calls.append(1))
+    monkeypatch.setattr(demoserv.factory, "give_back_large_blocks", lambda: calls.append(1))
     frozen, interval = gc.get_freeze_count(), sys.getswitchinterval()
     app = create_app({"DATABASE": str(loaded_database), "SEED_DIR": ""})  # not TESTING
     assert not app.testing
@@ -171,7 +172,7 @@ def test_serving_app_sets_up_the_process(loaded_database, monkeypatch):
     monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
     calls = []
-    monkeypatch.setattr(demoserv, "give_back_large_blocks", lambda: calls.append(1))
+    monkeypatch.setattr(demoserv.factory, "give_back_large_blocks", lambda: calls.append(1))
     interval = sys.getswitchinterval()
     try:
         serving_app()

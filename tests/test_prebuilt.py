@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from demoserv.catalogue import load_catalogue
 from demoserv.catalogue.install import previous_path
 from demoserv.catalogue.prebuilt import install_built
+from demoserv.catalogue.sources import load_catalogue
 
 from . import catalogue_factory
 

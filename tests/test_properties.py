@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demoserv import create_app
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.resources import BY_NAME
 
 from . import oracle

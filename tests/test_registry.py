@@ -87,7 +87,7 @@ def test_every_resource_and_every_list_it_owns_is_loaded(loaded_database, catalo
 def test_every_resource_is_imported_from_the_upstream_export(tmp_path):
     """The upstream's sample export holds records of every resource: a resource left
     out of the import has none."""
-    from demoserv.catalogue import load_catalogue
+    from demoserv.catalogue.sources import load_catalogue
 
     from .test_upstream import SAMPLE
 
@@ -123,7 +123,7 @@ def test_a_detail_record_nesting_records_not_built_yet_names_detail_needs(
 ):
     """A resource whose details nest another resource's list records and does not say
     so in detail_needs fails the build with a message that names the declaration."""
-    from demoserv.catalogue import load_catalogue
+    from demoserv.catalogue.sources import load_catalogue
 
     monkeypatch.setattr(BY_NAME["bbses"], "detail_needs", frozenset({"releasers"}))
     with pytest.raises(RuntimeError, match=r"^bbses: its records nest productions .*detail_needs"):

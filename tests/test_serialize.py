@@ -9,9 +9,10 @@ from marshmallow import Schema, fields
 from sqlalchemy import select
 
 from demoserv import addresses, links, stored
-from demoserv.catalogue import build, load_catalogue
+from demoserv.catalogue import build
 from demoserv.catalogue.build import ReadModels
 from demoserv.catalogue.resources import LOADING
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import get_database
 from demoserv.resources import RESOURCES
 from demoserv.serialize import Built, compile_dumper

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from demoserv.catalogue import load_catalogue
+from demoserv.catalogue.sources import load_catalogue
 
 from . import catalogue_factory, oracle
 from .conftest import SITE_URL

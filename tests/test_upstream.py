@@ -13,7 +13,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from demoserv.catalogue import CatalogueError, load_catalogue
+from demoserv.catalogue.reporting import CatalogueError
+from demoserv.catalogue.sources import load_catalogue
 from demoserv.shared import sortable_title
 
 # The upstream's sample export and its API's answers for it (tests/data/upstream/README.md).
