@@ -277,7 +277,7 @@ class Loader:
 
 def _side_of(pairs, number):
     """What adds side ``number`` of ``pairs``: add_pairs(owner, where, items)."""
-    return lambda owner, where, items: pairs.give(number, owner, where, items)
+    return lambda owner, where, items: pairs.add(number, owner, where, items)
 
 
 def _hook(loader, hook, add_pairs):

@@ -22,7 +22,7 @@ def json_text(value):
 
 class Pairs:
     """One relation shown from two sides (``left`` owns the pair in an export): what
-    each side gave, in order, kept in the scratch file (``Scratch.give``) and checked
+    each side gave, in order, kept in the scratch file (``Scratch.add_pairs``) and checked
     there for agreement once every file is read."""
 
     def __init__(self, scratch, left, right):
@@ -30,10 +30,10 @@ class Pairs:
         self.names = (left, right)
         self.relation = scratch.new_relation()
 
-    def give(self, side, owner, where, items):
+    def add(self, side, owner, where, items):
         """``owner`` (a record on ``side``, 0 or 1, read at ``where``) gives the pairs
         ``items``: [(other id, values)], in its order."""
-        self.scratch.give(self.relation, side, owner, where, items)
+        self.scratch.add_pairs(self.relation, side, owner, where, items)
 
     def resolve(self, field_names, derive_order):
         """Each pair as (left id, right id, values, left position, right position),
@@ -136,7 +136,7 @@ class Pairs:
 
 # Resources by number, as the scratch tables store them.
 _RESOURCE = {name: number for number, name in enumerate(LOAD_ORDER)}
-# The columns of a summarised record that a nested summary may give.
+# The columns of a record that nested summaries may create, which a summary may give.
 _SUMMARY_FIELDS = ("name", "is_group", "supertype")
 
 
@@ -324,7 +324,7 @@ class Scratch:
         self.relations += 1
         return self.relations
 
-    def give(self, relation, side, owner, place, items):
+    def add_pairs(self, relation, side, owner, place, items):
         """Remember that ``owner`` gave its side of ``relation`` as ``items``."""
         self.pair_owners.append((relation, side, owner, place))
         for position, (other, values) in enumerate(items):
