@@ -65,9 +65,9 @@ def test_every_resource_has_its_table_seed_docs_and_test_data(catalogue):
         assert catalogue[name], name
 
 
-def test_every_resource_and_every_list_it_owns_is_loaded(loaded_database, catalogue):
-    """The loader writes every resource's rows, and the items of every list it declares
-    that it owns (a releaser's nicks also gain the nicks its productions use)."""
+def test_every_resource_and_every_nested_list_is_loaded(loaded_database, catalogue):
+    """The loader writes every resource's rows, and the items of every nested list it
+    declares (a releaser's nicks also gain the nicks its productions use)."""
     engine = read_only_engine(loaded_database)
     with engine.connect() as connection:
         for resource in RESOURCES:
