@@ -26,9 +26,9 @@ from . import (
     status,
 )
 from .catalogue import provenance
+from .catalogue.install import InstallError
 from .catalogue.reporting import CatalogueError
 from .catalogue.sources import load_catalogue
-from .catalogue.install import InstallError
 from .fingerprint import schema_version
 from .resources import NAMES, RESOURCES, answers, root
 
