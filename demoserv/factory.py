@@ -68,7 +68,8 @@ def create_app(test_config=None, instance_path=None, database=None):
     environment variables; a test config replaces the last two. ``instance_path``
     replaces the checkout's ``instance/`` folder, ``database`` (``--database``) the
     ``DATABASE`` setting. A bad setting raises ``settings.SettingError``."""
-    app = Flask(__name__, instance_path=instance_path, instance_relative_config=True)
+    # Named after the package, whose folder is the app's root (instance/ beside it).
+    app = Flask(__package__, instance_path=instance_path, instance_relative_config=True)
     app.config.from_mapping(DEFAULTS)
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
