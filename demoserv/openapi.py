@@ -23,6 +23,7 @@ ERRORS = {
     "400": "A parameter has a value it cannot take; detail names it.",
     "404": "No such record, or a page that is not a page of the listing.",
     "406": "The Accept header admits no JSON.",
+    "414": "The path or query string is too long to read.",
     "503": "No catalogue can be read.",
 }
 
@@ -46,7 +47,8 @@ def _json_or_jsonp(schema, description):
 
 
 def _errors(*statuses):
-    return {status: _json(ERROR, ERRORS[status]) for status in statuses}
+    # Any request may be too long to read (guard.py): 414, whatever the operation.
+    return {status: _json(ERROR, ERRORS[status]) for status in (*statuses, "414")}
 
 
 def _ref(name):
