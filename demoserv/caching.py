@@ -15,6 +15,7 @@ import hashlib
 from flask import current_app, request
 from werkzeug.http import http_date, parse_date
 
+from .answer_cache import BUILT_FROM
 from .compression import encoded_tag
 from .db import CatalogueUnavailable, get_catalogue
 from .rendering import representation_key, under_api_prefix
@@ -95,8 +96,10 @@ def answer_conditional():
 
 
 def _label(response, tag):
+    catalogue = get_catalogue()
+    request.environ[BUILT_FROM] = catalogue  # fully determined: it may be kept
     response.vary.add("Accept-Encoding")  # the same on a 304 as on its 200
-    response.headers["X-Catalogue-Version"] = get_catalogue().version
+    response.headers["X-Catalogue-Version"] = catalogue.version
     response.headers["ETag"] = tag
     response.headers["Cache-Control"] = (
         f"public, max-age={int(current_app.config['CACHE_MAX_AGE'])}"

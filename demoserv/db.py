@@ -215,8 +215,8 @@ def database_path(app):
     return Path(app.config["DATABASE"])
 
 
-def get_database():
-    return current_app.extensions["demoserv.db"]
+def get_database(app=None):
+    return (app or current_app).extensions["demoserv.db"]
 
 
 def get_catalogue():

@@ -8,6 +8,9 @@ stage       step                    what it does
 WSGI        access log              ``access_log.AccessLog``, outermost: one JSON line for
                                     every answer, refused ones too
 WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
+WSGI        kept answers            ``answer_cache.KeptAnswers``: a repeated request gets
+                                    the bytes kept for it, before Flask; an answer that
+                                    ``caching`` labels is kept (``ANSWER_CACHE_BYTES``)
 before      refuse unusable         ``guard.refuse_unusable``: sizes, bad or untrusted Host
 before      negotiate               ``rendering.negotiate``: ``format=`` and ``Accept``
 before      conditional answer      ``caching.answer_conditional``: a 304 before any query
@@ -25,12 +28,13 @@ teardown    close connection        ``db.close_connection``: each request reads 
 ==========  ======================  ==========================================================
 
 A step that returns an answer (a refusal, a 304) skips the steps before the view that
-follow it and the view; the ``after`` steps run on every answer.
+follow it and the view; the ``after`` steps run on every answer. A kept answer skips
+every step inside the kept answers: it is what they gave the first time.
 """
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import caching, compression, db, guard, rendering
+from . import answer_cache, caching, compression, db, guard, rendering
 from .access_log import AccessLog
 
 
@@ -48,8 +52,17 @@ def access_log(app, wsgi_app):
     return AccessLog(wsgi_app)
 
 
+def kept_answers(app, wsgi_app):
+    """Answers kept within ``ANSWER_CACHE_BYTES`` (0: none kept)."""
+    budget = int(app.config["ANSWER_CACHE_BYTES"])
+    if not budget:
+        return wsgi_app
+    cache = app.extensions["demoserv.answer_cache"] = answer_cache.AnswerCache(budget)
+    return answer_cache.KeptAnswers(wsgi_app, cache, db.get_database(app))
+
+
 # Each stage's steps in the order a request meets them.
-MIDDLEWARE = (access_log, proxy_headers)
+MIDDLEWARE = (access_log, proxy_headers, kept_answers)
 BEFORE = (guard.refuse_unusable, rendering.negotiate, caching.answer_conditional)
 AFTER = (rendering.represent, caching.label_fresh, rendering.label, compression.compress)
 TEARDOWN = (db.close_connection,)

@@ -141,6 +141,13 @@ SETTINGS = (
         "Seconds that clients and caches may reuse an answer (Cache-Control max-age).",
     ),
     Setting(
+        "ANSWER_CACHE_BYTES",
+        32 * 1024 * 1024,
+        whole_number,
+        "Bytes of answers kept whole for repeated requests, per server process "
+        "(docs/caching.md); 0: none kept.",
+    ),
+    Setting(
         "SERVICE_URL_FIELD",
         "service_url",
         service_url_field,

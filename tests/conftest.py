@@ -4,10 +4,11 @@ import os
 
 import pytest
 
-from demoserv import create_app
+from demoserv import answer_cache, create_app
 from demoserv.catalogue.sources import load_catalogue
 
 from . import catalogue_factory
+from .answers_twice import AnsweredTwice
 from .openapi_check import ValidatingClient
 
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs client projects' tests
@@ -15,6 +16,15 @@ pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs client project
 SITE_URL = "https://site.example"
 # The test catalogue's random seed; any seed gives a catalogue the suite must pass on.
 SEED = int(os.environ.get("DEMOSERV_TEST_SEED", "1"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def answers_twice():
+    """Every app the suite makes answers each request cold and, when it keeps the
+    answer, warm as well, and compares the two (tests/answers_twice.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(answer_cache, "KeptAnswers", AnsweredTwice)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -73,6 +83,13 @@ def make_app(tmp_path):
 
 @pytest.fixture
 def app(make_app, loaded_database):
+    return make_app(loaded_database)
+
+
+@pytest.fixture
+def kept_app(make_app, loaded_database, monkeypatch):
+    """An app that keeps answers as served, across requests (not answered twice)."""
+    monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])
     return make_app(loaded_database)
 
 

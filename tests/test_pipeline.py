@@ -34,6 +34,13 @@ def proxy_headers(make, caplog):
     assert root["platforms"] == "https://mirror.example/api/v1/platforms/"
 
 
+def kept_answers(make, caplog):
+    app = make()
+    response = app.test_client().get("/api/v1/parties/")
+    kept = app.extensions["demoserv.answer_cache"]
+    assert len(kept) == 1 and kept.kept_bytes > len(response.data)
+
+
 def refuse_unusable(make, caplog):
     response = make().test_client().get("/api/v1/", headers={"Host": "evil.example/path"})
     assert response.status_code == 400 and "Host" in response.json["detail"]
@@ -93,6 +100,7 @@ def close_connection(make, caplog):
 CHECKS = {
     pipeline.access_log: ("MIDDLEWARE", access_log),
     pipeline.proxy_headers: ("MIDDLEWARE", proxy_headers),
+    pipeline.kept_answers: ("MIDDLEWARE", kept_answers),
     pipeline.guard.refuse_unusable: ("BEFORE", refuse_unusable),
     pipeline.rendering.negotiate: ("BEFORE", negotiate),
     pipeline.caching.answer_conditional: ("BEFORE", answer_conditional),

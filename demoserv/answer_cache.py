@@ -1,0 +1,206 @@
+"""Answers kept whole: a repeated request is answered with the bytes built for it the
+first time, before Flask sees it.
+
+An answer that ``caching`` labels (an ETag: a 200 or a 304 under the API prefix) is
+fully determined by the catalogue it was built from and what the client sent that the
+app reads: the method, the address (scheme, Host, script root, path and query as sent,
+after the proxy headers) and the Accept, Accept-Encoding, If-None-Match and
+If-Modified-Since headers. Those raw values are the key; the status line, every header
+and the body are what is kept. Nothing else is: errors, redirects, OPTIONS and the
+status page are built every time.
+
+Each request compares the served file with the one the kept answers came from (the
+``stat`` that ``db`` does anyway); a new file empties the cache, and an answer built
+from a file no longer served is not kept, so no answer of an old catalogue is served
+after a load or a rollback. A request whose headers may be too large for ``guard`` is
+left to it.
+
+The cache is bounded in bytes (``ANSWER_CACHE_BYTES``) and segmented as the listings
+cache is: an answer enters on probation and is protected once asked for again (up to
+``PROTECTED_SHARE`` of the budget), no answer over the rest of the budget is kept, and
+probation is emptied first. So requests for ever new addresses push out only answers
+asked for once, never the pages clients come back to.
+"""
+
+import threading
+from collections import OrderedDict
+
+from .db import CatalogueUnavailable
+from .guard import MAX_HEADERS
+
+# In the WSGI environ of an answer ``caching`` labelled: the catalogue it was built from.
+BUILT_FROM = "demoserv.built_from"
+PROTECTED_SHARE = 0.75  # of the budget, for answers asked for more than once
+ENTRY_OVERHEAD = 1024  # bytes an answer costs beside its strings: objects, table slots
+KEPT_STATUSES = ("200", "304")
+KEPT_METHODS = ("GET", "HEAD")
+# The request headers an answer depends on, and the header size guard counts as well.
+READ_HEADERS = (
+    "HTTP_ACCEPT",
+    "HTTP_ACCEPT_ENCODING",
+    "HTTP_IF_NONE_MATCH",
+    "HTTP_IF_MODIFIED_SINCE",
+)
+
+
+def request_key(environ):
+    """What an answer can depend on, as the client sent it; None for a request whose
+    answer is never kept (another method, or headers ``guard`` may refuse)."""
+    method = environ["REQUEST_METHOD"]
+    if method not in KEPT_METHODS or _header_bytes(environ) > MAX_HEADERS:
+        return None
+    get = environ.get
+    return (
+        method,
+        get("wsgi.url_scheme"),
+        get("HTTP_HOST"),
+        get("SERVER_NAME"),
+        get("SERVER_PORT"),
+        get("SCRIPT_NAME", ""),
+        get("PATH_INFO", ""),
+        get("QUERY_STRING", ""),
+        *(get(name) for name in READ_HEADERS),
+    )
+
+
+def _header_bytes(environ):
+    """At least the bytes ``guard`` counts for the headers (``HTTP_`` is longer than
+    nothing, and CONTENT_TYPE as long as Content-Type)."""
+    return sum(
+        len(name) + len(value)
+        for name, value in environ.items()
+        if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+    )
+
+
+class Answer:
+    """A status line, its headers and body, as the app gave them to the server."""
+
+    __slots__ = ("status", "headers", "body", "size")
+
+    def __init__(self, key, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+        strings = [*filter(None, key[1:]), status, *(part for pair in headers for part in pair)]
+        self.size = len(body) + sum(map(len, strings)) + ENTRY_OVERHEAD
+
+
+class AnswerCache:
+    """Answers of one served file, within ``budget`` bytes: on probation, then
+    protected once asked for again."""
+
+    def __init__(self, budget):
+        self.budget = budget
+        self._catalogue = None
+        self._probation, self._protected = OrderedDict(), OrderedDict()
+        self._probation_bytes = self._protected_bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self):
+        return len(self._probation) + len(self._protected)
+
+    @property
+    def kept_bytes(self):
+        return self._probation_bytes + self._protected_bytes
+
+    def find(self, key, catalogue):
+        """The answer kept for ``key`` in ``catalogue`` (None if none), counting this
+        use; a catalogue other than the kept answers' empties the cache."""
+        with self._lock:
+            if catalogue is not self._catalogue:
+                self._empty(catalogue)
+                return None
+            answer = self._protected.get(key)
+            if answer is not None:
+                self._protected.move_to_end(key)
+                return answer
+            answer = self._probation.pop(key, None)
+            if answer is None:
+                return None
+            self._probation_bytes -= answer.size
+            self._protect(key, answer)
+            return answer
+
+    def keep(self, key, answer, catalogue):
+        """Keep ``answer``, built from ``catalogue``, unless that file is no longer the
+        one served or the answer would not fit beside the protected ones."""
+        if answer.size > self.budget * (1 - PROTECTED_SHARE):
+            return
+        with self._lock:
+            if catalogue is not self._catalogue or key in self._protected:
+                return
+            previous = self._probation.pop(key, None)
+            if previous is not None:
+                self._probation_bytes -= previous.size
+            self._probation[key] = answer
+            self._probation_bytes += answer.size
+            self._trim()
+
+    def clear(self):
+        with self._lock:
+            self._empty(self._catalogue)
+
+    def _empty(self, catalogue):
+        self._catalogue = catalogue
+        self._probation.clear()
+        self._protected.clear()
+        self._probation_bytes = self._protected_bytes = 0
+
+    def _protect(self, key, answer):
+        """Move ``answer`` to the protected segment; its least recently used answers
+        go back on probation past their share, and probation's go past the budget."""
+        self._protected[key] = answer
+        self._protected_bytes += answer.size
+        while self._protected_bytes > self.budget * PROTECTED_SHARE:
+            demoted_key, demoted = self._protected.popitem(last=False)
+            self._protected_bytes -= demoted.size
+            self._probation[demoted_key] = demoted
+            self._probation_bytes += demoted.size
+        self._trim()
+
+    def _trim(self):
+        """Within the budget: probation's least recently used answers go."""
+        while self.kept_bytes > self.budget and self._probation:
+            self._probation_bytes -= self._probation.popitem(last=False)[1].size
+
+
+class KeptAnswers:
+    """WSGI middleware inside the proxy headers: a kept answer, or the app's, kept if
+    ``caching`` labelled it."""
+
+    def __init__(self, app, cache, database):
+        self.app, self.cache, self.database = app, cache, database
+
+    def __call__(self, environ, start_response):
+        key = request_key(environ)
+        if key is None:
+            return self.app(environ, start_response)
+        try:
+            catalogue = self.database.current()
+        except CatalogueUnavailable:
+            return self.app(environ, start_response)  # the app answers 503 if it must
+        answer = self.cache.find(key, catalogue)
+        if answer is not None:
+            start_response(answer.status, list(answer.headers))
+            return [answer.body]
+        return self._built(key, environ, start_response)
+
+    def _built(self, key, environ, start_response):
+        started = []
+
+        def record_start(status, headers, exc_info=None):
+            started[:] = (status, headers)
+            return start_response(status, headers, exc_info)
+
+        body = self.app(environ, record_start)
+        built_from = environ.get(BUILT_FROM)
+        if built_from is None or not started or started[0][:3] not in KEPT_STATUSES:
+            return body
+        try:
+            data = b"".join(body)
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+        status, headers = started
+        self.cache.keep(key, Answer(key, status, list(headers), data), built_from)
+        return [data]
