@@ -1,7 +1,8 @@
 """The least any app could do against the attack of ``clients.py --attack``: a WSGI app
 that answers the single reader's pages with the bytes the real server gave for them
-(read from the JSON file named by ``DEMOSERV_FLOOR_ANSWERS``: path to body and content
-type) and every other request, each attacker's never-seen listing, with a 503 at once.
+(read from the JSON file named by ``DEMOSERV_FLOOR_ANSWERS``: path and query to body and
+content type) and every other request, each attacker's never-seen listing, with a 503
+at once. ``repeated.py`` serves its pages with it: a bare waitress app.
 Served by the same server as the real app (``clients.py --attack --floor``), it shows
 how far the server itself lets the reader's p99 grow under the flood, whatever the app
 does."""
@@ -22,7 +23,8 @@ BUSY = json.dumps(
 
 
 def app(environ, start_response):
-    answer = None if environ.get("QUERY_STRING") else ANSWERS.get(environ["PATH_INFO"])
+    query = environ.get("QUERY_STRING")
+    answer = ANSWERS.get(environ["PATH_INFO"] + (f"?{query}" if query else ""))
     if answer is None:
         headers = [("Content-Type", "application/json"), ("Retry-After", "1")]
         start_response("503 Service Unavailable", [*headers, ("Content-Length", str(len(BUSY)))])

@@ -67,10 +67,10 @@ SERVERS = (
 )
 
 
-def start(command, env, pattern):
+def start(command, env, pattern, cwd=None):
     """Start a server process and return (process, base URL) once it listens."""
     process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd
     )
     for line in process.stderr:
         match = re.search(pattern, line)

@@ -3,7 +3,7 @@ and then, if that answer was kept, warm, from what was kept. Status, every heade
 the body must be the same byte for byte, and the warm answer must not be built again.
 ``conftest.py`` puts this in place of ``answer_cache.KeptAnswers`` for the session."""
 
-from demoserv.answer_cache import KeptAnswers
+from demoserv.answer_cache import KeptAnswers, read_whole
 
 
 def _answer(app, environ):
@@ -13,13 +13,7 @@ def _answer(app, environ):
     def start_response(status, headers, exc_info=None):
         started.append((status, list(headers)))
 
-    body = app(environ, start_response)
-    try:
-        data = b"".join(body)
-    finally:
-        close = getattr(body, "close", None)
-        if close is not None:
-            close()
+    data = read_whole(app(environ, start_response))
     return (*started[-1], data)
 
 
