@@ -18,7 +18,8 @@ import urllib.request
 from pathlib import Path
 
 TIMEOUT = 30  # seconds per request
-ATTEMPTS = 3  # per request, for a failed connection or a 5xx answer
+ATTEMPTS = 3  # per request, for a failed connection, a timeout or a 5xx answer
+PAUSE = 1.0  # seconds before the second attempt, twice that before the third
 RUNS = 3  # a run that sees the catalogue change under it is tried again, this often
 
 
@@ -49,10 +50,10 @@ class Session:
                     raise Gone(url) from None
                 if error.code < 500 or attempt == ATTEMPTS:
                     raise
-            except urllib.error.URLError:
+            except OSError:  # no connection, a reset, a timeout
                 if attempt == ATTEMPTS:
                     raise
-            time.sleep(attempt)  # a moment before the next attempt
+            time.sleep(PAUSE * attempt)
         if self.version is None:
             self.version = version
         elif version != self.version:

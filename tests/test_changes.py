@@ -3,9 +3,13 @@ the difference of the detail records the two files serve; the last load's change
 ``since`` the served version; pages; bad input; an unknown version after a rollback; and
 the example client kept in step with a real server over three loads."""
 
+import http.server
 import importlib.util
 import json
 import shutil
+import socket
+import threading
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -199,3 +203,87 @@ def test_the_example_client_stays_in_step_over_three_loads(loads, tmp_path):  # 
         kept = example.follow(api_root, copy)
         assert kept["version"] == versions[2]
         assert kept["records"] == _served(server)
+
+
+class Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers each path with the next of its scripted (status, version) answers (the
+    last one again once they run out); "hold" answers nothing until the test ends."""
+
+    def do_GET(self):
+        answers = self.server.script[self.path]
+        status, version = answers.pop(0) if len(answers) > 1 else answers[0]
+        self.server.requests.append(self.path)
+        if status == "hold":
+            self.server.release.wait(timeout=30)
+            return
+        body = json.dumps({"path": self.path}).encode()
+        self.send_response(status)
+        self.send_header("X-Catalogue-Version", version)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """A server on 127.0.0.1 answering as the test scripts it; the example client
+    patient for 0.5 s and retrying at once."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    server.daemon_threads = True
+    server.script, server.requests, server.release = {}, [], threading.Event()
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    example = _example()
+    monkeypatch.setattr(example, "TIMEOUT", 0.5)
+    monkeypatch.setattr(example, "PAUSE", 0)
+    yield server, example, f"http://127.0.0.1:{server.server_address[1]}"
+    server.release.set()
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+def test_the_example_client_retries_a_5xx(scripted):
+    server, example, base = scripted
+    server.script["/a"] = [(503, "v1"), (200, "v1")]
+    assert example.Session().get(base + "/a") == {"path": "/a"}
+    assert server.requests == ["/a", "/a"]
+    server.script["/b"] = [(500, "v1")]
+    with pytest.raises(urllib.error.HTTPError):
+        example.Session().get(base + "/b")
+    assert server.requests.count("/b") == example.ATTEMPTS
+
+
+def test_the_example_client_gives_up_on_a_silent_server(scripted):
+    server, example, base = scripted
+    server.script["/silent"] = [("hold", None)]
+    with pytest.raises(TimeoutError):
+        example.Session().get(base + "/silent")
+    assert server.requests.count("/silent") == example.ATTEMPTS
+
+
+def test_the_example_client_gives_up_without_a_server(scripted):
+    _, example, _ = scripted
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # a port that nothing listens on
+    try:
+        with pytest.raises(urllib.error.URLError):
+            example.Session().get(f"http://127.0.0.1:{closed.getsockname()[1]}/")
+    finally:
+        closed.close()
+
+
+def test_the_example_client_notices_gone_and_moved(scripted):
+    server, example, base = scripted
+    server.script["/gone"] = [(410, "v1")]
+    with pytest.raises(example.Gone):
+        example.Session().get(base + "/gone")
+    server.script["/one"] = [(200, "v1")]
+    server.script["/two"] = [(200, "v2")]
+    session = example.Session()
+    session.get(base + "/one")
+    with pytest.raises(example.Moved):
+        session.get(base + "/two")
