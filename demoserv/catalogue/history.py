@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 import orjson
 
+from . import install
+
 KEEP_DAYS = 90  # the default of the CHANGES_KEPT_DAYS setting
 CHANGES = ("added", "changed", "removed")
 
@@ -153,21 +155,14 @@ def _add_load(connection, number, version, loaded_at, counts):
 def summary(path):
     """The last load of the catalogue file at ``path`` (its version, time and counts) and
     the oldest kept (how far back the history goes); None if it holds no history."""
-    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
-    try:
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error:
-        return None
-    try:
-        rows = connection.execute(
-            "SELECT version, loaded_at, counts FROM catalogue_loads "
-            "WHERE load_number IN (SELECT min(load_number) FROM catalogue_loads "
-            "UNION SELECT max(load_number) FROM catalogue_loads) ORDER BY load_number"
-        ).fetchall()
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
+    rows = install._read(
+        path,
+        "SELECT version, loaded_at, counts FROM catalogue_loads "
+        "WHERE load_number IN (SELECT min(load_number) FROM catalogue_loads "
+        "UNION SELECT max(load_number) FROM catalogue_loads) ORDER BY load_number",
+        lambda cursor: cursor.fetchall(),
+        [],
+    )
     if not rows:
         return None
     (first_version, first_at, _), (version, loaded_at, counts) = rows[0], rows[-1]
