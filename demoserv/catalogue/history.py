@@ -58,12 +58,10 @@ def _has_history(connection):
     return {"record_digests", "catalogue_loads", "catalogue_changes"} <= names
 
 
-def record(build, target, keep_days=KEEP_DAYS, now=None):
+def record(build, target, keep_days=KEEP_DAYS):
     """Write into the new catalogue file ``build`` the history of ``target`` (the served
-    file, if any) from the last ``keep_days`` days, and this load's changes against it.
-    Returns this load's counts ({resource: {change: n}}), {} if it changed nothing or
-    starts the history."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    file, if any) from the last ``keep_days`` days, and this load's changes against it."""
+    now = datetime.datetime.now(datetime.timezone.utc)
     cutoff = (now - datetime.timedelta(days=keep_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
     connection = sqlite3.connect(f"file:{quote(str(build))}", uri=True)
     try:
@@ -81,14 +79,12 @@ def record(build, target, keep_days=KEEP_DAYS, now=None):
             ).fetchone()
             if not served:
                 _add_load(connection, 1, version, loaded_at, {})
-                return {}
-            last = _copy_history(connection, cutoff)
-            number = last + 1
+                return
+            number = _copy_history(connection, cutoff) + 1
             _compare(connection, number)
             counts = _counts(connection, number)
             if counts:
                 _add_load(connection, number, version, loaded_at, counts)
-            return counts
     finally:
         connection.close()
 
