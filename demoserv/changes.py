@@ -59,6 +59,9 @@ def _start(connection):
         select(func.max(loads.c.load_number)).where(loads.c.version == since)
     ).scalar()
     if found is None:
+        # Every parameter is checked first: a page past the first is not one of an
+        # empty listing, gone or not.
+        pagination.current_page(0, PAGE_SIZE)
         oldest = connection.execute(
             select(loads.c.loaded_at).order_by(loads.c.load_number).limit(1)
         ).scalar()
@@ -124,7 +127,8 @@ def _change(before, after):
 
 def changes_list():
     connection = get_connection()
-    net = net_changes(_start(connection), _resource())
+    resource = _resource()
+    net = net_changes(_start(connection), resource)
     count = connection.execute(select(func.count()).select_from(net)).scalar()
     page = pagination.current_page(count, PAGE_SIZE)
     rows = connection.execute(
