@@ -96,7 +96,12 @@ def measured(command, env):
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status):
         raise RuntimeError(f"{command} failed: {output}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "output": output.strip()}
+    return {
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "output": output.strip(),
+    }
 
 
 def load(source, database, with_history):
@@ -134,13 +139,57 @@ def feed_timings(database):
     return timings
 
 
+def step_timings(work):
+    """Seconds of the history's own steps, timed in this process on the files of a run:
+    digesting every record as built, and comparing and carrying the history (the new
+    file's history emptied, then recorded again against the day before)."""
+    import sqlite3
+
+    from demoserv.catalogue import history
+    from demoserv.resources import RESOURCES
+    from demoserv.stored import RecordCodec
+
+    copy = work / "steps.sqlite3"
+    shutil.copyfile(work / "with.sqlite3", copy)
+    connection = sqlite3.connect(copy)
+    codecs = {
+        (resource, kind): RecordCodec(data)
+        for resource, kind, data in connection.execute("SELECT * FROM dictionaries")
+    }
+    docs = []
+    for resource in RESOURCES:
+        details = resource.details_table
+        table, kind = (resource.table, "list") if details is None else (details, "detail")
+        marked = codecs[(resource.name, kind)].marked
+        docs += [marked(doc) for (doc,) in connection.execute(f"SELECT doc FROM {table.name}")]
+    started = time.perf_counter()
+    for doc in docs:
+        history.digest(doc)
+    digesting = time.perf_counter() - started
+    with connection:
+        connection.execute("DELETE FROM catalogue_loads")
+        connection.execute("DELETE FROM catalogue_changes")
+    connection.close()
+    started = time.perf_counter()
+    history.record(copy, work / "before.sqlite3")
+    recording = time.perf_counter() - started
+    copy.unlink()
+    return {"records": len(docs), "digesting": digesting, "comparing and carrying": recording}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dump", default=DEFAULT_DUMP)
     parser.add_argument("--work", type=Path, default=REPOSITORY / "bench" / "out" / "changes")
     parser.add_argument("--every", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument(
+        "--steps", action="store_true", help="only time the history's steps on a run's files"
+    )
     args = parser.parse_args()
+    if args.steps:
+        print(json.dumps(step_timings(args.work), indent=2))
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     before, after = args.work / "before.sql.gz", args.work / "after.sql.gz"
     every = args.every
