@@ -21,10 +21,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from servers import measured_command
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 DEFAULT_DUMP = "/work/bench-data/full-375000.sql.gz"
@@ -87,23 +88,6 @@ def edited_export(source, out, drop, edit_every=None):
             writer.write(line)
 
 
-def measured(command, env):
-    """Run ``command``: its seconds and peak RSS (MB)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"{command} failed: {output}")
-    return {
-        "seconds": seconds,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_rss_mb": usage.ru_maxrss / 1024,
-        "output": output.strip(),
-    }
-
-
 def load(source, database, with_history):
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
     if with_history:
@@ -111,7 +95,7 @@ def load(source, database, with_history):
     else:
         command = [sys.executable, "-c", WITHOUT_HISTORY, "--app", "demoserv", "load"]
         command.append(str(source))
-    return measured(command, env)
+    return measured_command(command, env)
 
 
 def feed_timings(database):
