@@ -104,19 +104,22 @@ def flask_load(source, env):
 
 def measured_load(source, env):
     """Run ``flask load source``: its seconds and the load process's peak RSS (MB)."""
+    command = [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(source)]
+    return measured_command(command, env)
+
+
+def measured_command(command, env):
+    """Run ``command`` (a load): its seconds, CPU seconds and peak RSS (MB)."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", str(source)],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     if process.returncode:
-        raise RuntimeError(f"flask load {source} failed ({process.returncode}): {output}")
+        raise RuntimeError(
+            f"flask {' '.join(command[-2:])} failed ({process.returncode}): {output}"
+        )
     return {
         "seconds": seconds,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,

@@ -222,6 +222,7 @@ def load_command(source, wait, allow_empty, force):
                 force=force,
                 settings=settings,
                 download_progress=download,
+                keep_days=current_app.config["CHANGES_KEPT_DAYS"],
             )
         except (CatalogueError, install.InstallError, fetch.FetchError) as error:
             fail(str(error), getattr(error, "exit_status", 1))

@@ -14,6 +14,7 @@ from flask import Flask
 
 from . import (
     access_log,
+    changes,
     cli,
     db,
     errors,
@@ -96,6 +97,7 @@ def create_app(test_config=None, instance_path=None, database=None):
         app.register_blueprint(blueprint)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(status.bp)
+    app.register_blueprint(changes.bp)
     cli.init_app(app)
     return app
 

@@ -9,7 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
-from . import parameters
+from . import changes, parameters
 from .catalogue import status
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import BY_NAME, RESOURCES
@@ -23,6 +23,7 @@ ERRORS = {
     "400": "A parameter has a value it cannot take; detail names it.",
     "404": "No such record, or a page that is not a page of the listing.",
     "406": "The Accept header admits no JSON.",
+    "410": "A catalogue version the history of changes does not hold: fetch the lists again.",
     "414": "The path or query string is too long to read.",
     "503": "No catalogue can be read.",
 }
@@ -227,12 +228,85 @@ def _status_schema():
         "required": list(catalogue),
         "properties": catalogue,
     }
+    change_counts = {
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["added", "changed", "removed"],
+            "properties": {
+                name: {"type": "integer", "minimum": 0} for name in ("added", "changed", "removed")
+            },
+        },
+        "description": "Records added, changed and removed, by resource.",
+    }
+    load = {"version": {"type": "string"}, "loaded_at": {"type": "string"}}
+    changes_facts = {
+        "type": ["object", "null"],
+        "description": "The history of changes (/api/v1/changes/); null if none.",
+        "additionalProperties": False,
+        "required": ["last_load", "since"],
+        "properties": {
+            "last_load": {
+                "type": "object",
+                "description": "The last load that changed records, and its counts "
+                "(empty where it started the history).",
+                "additionalProperties": False,
+                "required": [*load, "counts"],
+                "properties": {**load, "counts": change_counts},
+            },
+            "since": {
+                "type": "object",
+                "description": "The oldest load the history holds: how far back it goes.",
+                "additionalProperties": False,
+                "required": list(load),
+                "properties": load,
+            },
+        },
+    }
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": [*catalogue, "counts", "previous"],
-        "properties": {**catalogue, "counts": counts, "previous": previous},
+        "required": [*catalogue, "counts", "changes", "previous"],
+        "properties": {
+            **catalogue,
+            "counts": counts,
+            "changes": changes_facts,
+            "previous": previous,
+        },
     }
+
+
+def _changes_entry():
+    text = {"type": "string"}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["resource", "id", "change", "url", "version", "loaded_at"],
+        "properties": {
+            "resource": {"type": "string", "enum": [resource.name for resource in RESOURCES]},
+            "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "change": {"type": "string", "enum": ["added", "changed", "removed"]},
+            "url": {
+                "type": ["string", "null"],
+                "format": "uri",
+                "description": "The record's detail address; null for a removed record.",
+            },
+            "version": {**text, "description": "The version of the load that last changed it."},
+            "loaded_at": {**text, "description": "When that load's records were served (UTC)."},
+        },
+    }
+
+
+def _changes_parameters():
+    described = changes.PARAMETERS
+    names = [resource.name for resource in RESOURCES]
+    return [
+        _parameter("since", described["since"], {"type": "string", "pattern": "^([0-9a-f]{32})?$"}),
+        _parameter("resource", described["resource"], {"type": "string", "enum": [*names, ""]}),
+        _parameter("page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}),
+        *(item for item in COMMON_PARAMETERS if item["name"] in described),
+    ]
 
 
 def build():
@@ -349,6 +423,26 @@ def build():
                 },
             },
             "options": _options("the mirror's status"),
+        },
+    )
+    spec.components.schema("ChangesEntry", _changes_entry())
+    spec.components.schema("ChangesPage", _page("ChangesEntry", changes.PAGE_SIZE))
+    spec.path(
+        path=changes.CHANGES_PATH,
+        operations={
+            "get": {
+                "summary": "The records added, changed or removed since a catalogue version",
+                "description": "One entry per record whose detail record differs between "
+                "the version since and the one served (the net change), ordered by the "
+                "load that last changed it, then resource and id. Built at load: see "
+                "docs/changes.md.",
+                "parameters": _changes_parameters(),
+                "responses": {
+                    "200": _json_or_jsonp(_ref("ChangesPage"), "One page of the changes."),
+                    **_errors("400", "404", "406", "410", "503"),
+                },
+            },
+            "options": _options("the changes feed"),
         },
     )
     spec.path(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalogue.fetch import Settings as FetchSettings
+from .catalogue.history import KEEP_DAYS
 from .shared import SERVICE_URL_FIELDS
 
 PREFIX = "DEMOSERV_"
@@ -161,6 +162,13 @@ SETTINGS = (
         "Threads each server process runs requests on, where the server cannot say "
         "(demoserv serve says): up to half of them may wait for a turn to find a new "
         "listing. None: new listings never wait, and get 503 while one is being found.",
+    ),
+    Setting(
+        "CHANGES_KEPT_DAYS",
+        KEEP_DAYS,
+        whole_number,
+        "Days of loads that the history of changes (/api/v1/changes/) keeps; a load drops "
+        "older ones, but never the served catalogue's last load.",
     ),
 ) + tuple(
     Setting(

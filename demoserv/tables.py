@@ -109,6 +109,38 @@ record_counts = Table(
     Column("count", Integer, nullable=False),
 )
 
+# The history of changes (catalogue/history.py): a digest of each record's detail record
+# as built, which the next load compares with its own; each load that changed records,
+# and each record it added, changed or removed (its digest before and after, null where
+# the record is absent), carried from each file into the next.
+record_digests = Table(
+    "record_digests",
+    metadata,
+    Column("resource", Text, primary_key=True),
+    Column("id", Integer, primary_key=True),
+    Column("digest", Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+catalogue_loads = Table(
+    "catalogue_loads",
+    metadata,
+    Column("load_number", Integer, primary_key=True, autoincrement=False),
+    Column("version", Text, nullable=False),
+    Column("loaded_at", Text, nullable=False),
+    # {resource: {"added": n, "changed": n, "removed": n}}; {} for the history's start
+    Column("counts", JSON, nullable=False),
+)
+catalogue_changes = Table(
+    "catalogue_changes",
+    metadata,
+    Column("resource", Text, primary_key=True),
+    Column("id", Integer, primary_key=True),
+    Column("load_number", Integer, primary_key=True),
+    Column("digest_before", Integer),
+    Column("digest_after", Integer),
+    sqlite_with_rowid=False,
+)
+
 platforms = Table(
     "platforms",
     metadata,

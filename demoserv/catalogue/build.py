@@ -18,6 +18,7 @@ from ..fingerprint import schema_version
 from ..resources import BY_NAME, RESOURCES
 from ..serialize import Built, compile_dumper
 from ..stored import MARKERS, RecordCodec
+from . import history
 from .resources import LOAD_ORDER, LOADING
 
 BATCH = 5000  # rows per INSERT
@@ -364,6 +365,8 @@ class ReadModels:
             if listed:
                 docs = [(row["id"], orjson.dumps(list_dump(row))) for row in rows]
                 self._digest(docs)
+                if resource.details_table is None:
+                    history.store_digests(self.raw, resource.name, docs)
                 lists.learn(docs)
                 compress = lists.compress
                 self.raw.executemany(set_doc, [(compress(doc), key) for key, doc in docs])
@@ -371,6 +374,7 @@ class ReadModels:
                 loading.complete_detail(self, rows)
                 docs = [(row["id"], orjson.dumps(detail_dump(row))) for row in rows]
                 self._digest(docs)
+                history.store_digests(self.raw, resource.name, docs)
                 details.learn(docs)
                 compress = details.compress
                 self.raw.executemany(add_detail, [(key, compress(doc)) for key, doc in docs])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from . import fetch, install, prebuilt, provenance
+from . import fetch, history, install, prebuilt, provenance
 from .build import Builder
 from .files import catalogue_files
 from .pgdump import DumpError
@@ -83,10 +83,12 @@ def load_source(
     settings=None,
     download_progress=None,
     sleep=time.sleep,
+    keep_days=history.KEEP_DAYS,
 ):
-    """Load ``source`` into the served file ``target`` unless it is the export served.
-    Returns an Outcome; raises CatalogueError, InstallError or fetch.FetchError in one
-    line, leaving the served file as it was."""
+    """Load ``source`` into the served file ``target`` unless it is the export served,
+    keeping ``keep_days`` days of the history of changes (``history``). Returns an
+    Outcome; raises CatalogueError, InstallError or fetch.FetchError in one line, leaving
+    the served file as it was."""
     target = Path(target)
     progress = progress or Progress()
     version_before = _version(target)
@@ -94,16 +96,16 @@ def load_source(
     if kind == ADDRESS:
         outcome = _load_address(
             str(source), target, progress, wait, allow_empty, force, settings,
-            download_progress, sleep,
+            download_progress, sleep, keep_days,
         )  # fmt: skip
     elif kind == BUILT:
         source = Path(source)
         counts, before = prebuilt.install_built(source, target, wait=wait, allow_empty=allow_empty)
         outcome = Outcome(source.name, True, counts, before)
     elif kind == EXPORT:
-        outcome = _load_file(Path(source), target, progress, wait, allow_empty, force)
+        outcome = _load_file(Path(source), target, progress, wait, allow_empty, force, keep_days)
     else:
-        outcome = _load_folder(Path(source), target, progress, wait, allow_empty)
+        outcome = _load_folder(Path(source), target, progress, wait, allow_empty, keep_days)
     outcome.version_before = version_before
     outcome.version_after = _version(target) if outcome.changed else version_before
     if not outcome.changed:
@@ -116,18 +118,18 @@ def _version(target):
     return info[0] if info else None
 
 
-def _load_folder(source, target, progress, wait, allow_empty):
+def _load_folder(source, target, progress, wait, allow_empty, keep_days):
     paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
     with install.building(target, wait=wait) as building:
         counts = _build(
             lambda builder: Loader(builder, paths, progress).run(),
-            building, target, progress, allow_empty, provenance.of_path(source),
+            building, target, progress, allow_empty, provenance.of_path(source), keep_days,
         )  # fmt: skip
         before = install.install(building, target, counts, allow_empty=allow_empty)
     return Outcome(source.name, True, counts, before)
 
 
-def _load_file(source, target, progress, wait, allow_empty, force):
+def _load_file(source, target, progress, wait, allow_empty, force, keep_days):
     with install.building(target, wait=wait) as building:
         try:
             facts = provenance.of_file(source)
@@ -135,7 +137,7 @@ def _load_file(source, target, progress, wait, allow_empty, force):
             raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
         if not force and provenance.same_export(facts, provenance.read(target)):
             return Outcome(source.name, False, why=SAME_BYTES)
-        counts = _build_export(source, building, target, progress, allow_empty, facts)
+        counts = _build_export(source, building, target, progress, allow_empty, facts, keep_days)
         before = install.install(building, target, counts, allow_empty=allow_empty)
     return Outcome(source.name, True, counts, before)
 
@@ -146,7 +148,7 @@ def file_name(url):
 
 
 def _load_address(
-    url, target, progress, wait, allow_empty, force, settings, download_progress, sleep
+    url, target, progress, wait, allow_empty, force, settings, download_progress, sleep, keep_days
 ):
     shown = provenance.public_address(url)
     with install.building(target, wait=wait) as building:
@@ -175,8 +177,9 @@ def _load_address(
                 return Outcome(shown, False, why=SAME_BYTES, download=download)
             try:
                 counts = _build_export(
-                    download_path, building, target, progress, allow_empty, download.facts
-                )
+                    download_path, building, target, progress, allow_empty, download.facts,
+                    keep_days,
+                )  # fmt: skip
             except CatalogueError as error:
                 text = str(error).replace(download_path.name, file_name(url))
                 raise CatalogueError(f"{shown}: {text}") from None
@@ -186,20 +189,20 @@ def _load_address(
     return Outcome(shown, True, counts, before, download=download)
 
 
-def _build_export(source, building, target, progress, allow_empty, origin):
+def _build_export(source, building, target, progress, allow_empty, origin, keep_days):
     def fill(builder):
         try:
             return import_dump(source, builder, progress)
         except DumpError as error:
             raise CatalogueError(str(error)) from None
 
-    return _build(fill, building, target, progress, allow_empty, origin)
+    return _build(fill, building, target, progress, allow_empty, origin, keep_days)
 
 
-def _build(fill, building, target, progress, allow_empty, origin):
+def _build(fill, building, target, progress, allow_empty, origin, keep_days):
     """Build into the new file ``building`` that is to replace ``target`` what ``fill``
-    writes with a Builder, and record ``origin`` (provenance facts) in it. Returns the
-    number of records of each resource."""
+    writes with a Builder, and record in it its history of changes (``keep_days``) and
+    ``origin`` (provenance facts). Returns the number of records of each resource."""
     builder = Builder(building)
     try:
         counts = fill(builder)
@@ -208,5 +211,6 @@ def _build(fill, building, target, progress, allow_empty, origin):
         builder.finish(counts, progress)
     finally:
         builder.close()
+    history.record(building, target, keep_days)
     provenance.record(building, origin)
     return counts

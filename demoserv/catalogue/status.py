@@ -1,11 +1,12 @@
 """What a mirror serves: the served catalogue file's source, validators, the export's own
-date, load time, version and record counts, and the same of the previous file kept for
-a rollback. ``demoserv status`` prints it; ``/api/v1/status/`` answers it without the file
-system paths and without an address's query string."""
+date, load time, version and record counts, its last load's changes and how far back its
+history of changes goes, and the same of the previous file kept for a rollback.
+``demoserv status`` prints it; ``/api/v1/status/`` answers it without the file system paths
+and without an address's query string."""
 
 from urllib.parse import urlsplit
 
-from . import install, provenance
+from . import history, install, provenance
 
 KINDS = {"url": "an address", "file": "an export file", "folder": "a catalogue folder"}
 SOURCE_KEYS = ("kind", "source", "etag", "last_modified", "size", "sha256", "export_date")
@@ -36,6 +37,7 @@ def file_status(path, *, paths=True):
         "loaded_at": facts.get("loaded_at"),
         "schema_version": info[2],
         "counts": install.served_counts(path),
+        "changes": history.summary(path),
         "source": source,
     }
 
@@ -49,6 +51,7 @@ def status(target, *, paths=True):
     previous = file_status(install.previous_path(target), paths=paths)
     if previous is not None:
         previous.pop("counts")
+        previous.pop("changes")
     return {**served, "previous": previous}
 
 
@@ -87,4 +90,21 @@ def _file_lines(facts):
     if "counts" in facts:
         counts = ", ".join(f"{count:,} {name}" for name, count in facts["counts"].items())
         rows.append(("records", counts))
+    if "changes" in facts:
+        rows += _change_rows(facts["changes"])
     return [f"  {name + ':':<15}{value}" for name, value in rows]
+
+
+def _change_rows(changes):
+    if changes is None:
+        return [("changes", "no history of changes (built by an earlier version)")]
+    last = changes["last_load"]
+    counts = "; ".join(
+        f"{name} +{each['added']:,} ~{each['changed']:,} -{each['removed']:,}"
+        for name, each in last["counts"].items()
+    )
+    history_from = changes["since"]
+    return [
+        ("last changes", f"{counts or 'none: the history starts here'} (at {last['loaded_at']})"),
+        ("history since", f"{history_from['loaded_at']} (version {history_from['version']})"),
+    ]
