@@ -8,7 +8,7 @@ stage       step                    what it does
 WSGI        access log              ``access_log.AccessLog``, outermost: one JSON line for
                                     every answer, refused ones too
 WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
-before      refuse unusable         ``guard.refuse_unusable``: sizes, bad or untrusted Host
+before      refuse unusable         ``request_limits.refuse_unusable``: sizes, bad or untrusted Host
 before      negotiate               ``rendering.negotiate``: ``format=`` and ``Accept``
 before      conditional answer      ``caching.answer_conditional``: a 304 before any query
 view        the resource's view     a blueprint of ``resources``; an error becomes a JSON
@@ -30,7 +30,7 @@ follow it and the view; the ``after`` steps run on every answer.
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import caching, compression, db, guard, rendering
+from . import caching, compression, db, rendering, request_limits
 from .access_log import AccessLog
 
 
@@ -50,7 +50,7 @@ def access_log(app, wsgi_app):
 
 # Each stage's steps in the order a request meets them.
 MIDDLEWARE = (access_log, proxy_headers)
-BEFORE = (guard.refuse_unusable, rendering.negotiate, caching.answer_conditional)
+BEFORE = (request_limits.refuse_unusable, rendering.negotiate, caching.answer_conditional)
 AFTER = (rendering.represent, caching.label_fresh, rendering.label, compression.compress)
 TEARDOWN = (db.close_connection,)
 

@@ -93,7 +93,7 @@ def close_connection(make, caplog):
 CHECKS = {
     pipeline.access_log: ("MIDDLEWARE", access_log),
     pipeline.proxy_headers: ("MIDDLEWARE", proxy_headers),
-    pipeline.guard.refuse_unusable: ("BEFORE", refuse_unusable),
+    pipeline.request_limits.refuse_unusable: ("BEFORE", refuse_unusable),
     pipeline.rendering.negotiate: ("BEFORE", negotiate),
     pipeline.caching.answer_conditional: ("BEFORE", answer_conditional),
     pipeline.rendering.represent: ("AFTER", represent),
