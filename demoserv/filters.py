@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from .api_error import APIError
-from .listing import search_arrays
+from .listing_arrays import search_arrays
 from .shared import (
     ID_PATTERN,
     MAX_ID,
@@ -62,7 +62,7 @@ class Filter:
         """The SQL condition for the canonical ``value`` (a filter without ``array``)."""
         raise NotImplementedError
 
-    # A filter with ``array`` is evaluated on the array of its column (listing.py);
+    # A filter with ``array`` is evaluated on the array of its column (listing_index.py);
     # the others find their records' ids with SQL, on an index.
     array = None
 
@@ -71,7 +71,7 @@ class Filter:
         return table.c.id, self.condition(table, value)
 
     def mask(self, columns, value, connection, table):
-        """The rows of ``columns`` (listing.Columns) that the filter keeps."""
+        """The rows of ``columns`` (listing_index.Columns) that the filter keeps."""
         if self.array is not None:
             return self.array_mask(columns.arrays[f"filter:{self.column}"], value)
         column, condition = self.matching(table, value)
@@ -355,7 +355,7 @@ class Search(Filter):
     """Records whose text (the resource's ``search_text``: a title, a name, nicks)
     contains every whitespace-separated term of the value, both folded by
     ``shared.search_fold`` (accents and case ignored). Found in memory over the folded
-    texts stored at load (listing.py), not with a full-text index."""
+    texts stored at load (listing_arrays.py), not with a full-text index."""
 
     schema = {"type": "string", "maxLength": MAX_SEARCH}
 

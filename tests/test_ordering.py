@@ -142,18 +142,18 @@ def test_repeated_ordering_takes_the_last_value(client):
 
 
 def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
-    """Orders on several keys sort one integer a row (listing.Columns._combined_key);
+    """Orders on several keys sort one integer a row (listing_index.Columns._combined_key);
     the lexicographic sort over the keys, which it stands in for, gives the same rows
     for every pair of keys in each direction, with and without a filter's mask."""
     import numpy as np
 
-    from demoserv import listing, ordering
+    from demoserv import listing_index, ordering
     from demoserv.db import get_database
 
     lexicographic = 0
     with app.app_context(), get_database().current().engine.connect() as connection:
         for resource in RESOURCES:
-            columns = listing.Columns(connection, resource)
+            columns = listing_index.Columns(connection, resource)
             mask = np.arange(len(columns.ids)) % 3 != 1
             for first in resource.keys:
                 for second in resource.keys:
@@ -168,7 +168,9 @@ def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
                             assert columns._combined_key(parsed, rows) is not None
                             combined = columns.order(parsed, chosen)
                             with monkeypatch.context() as patch:
-                                patch.setattr(listing.Columns, "_combined_key", lambda *a: None)
+                                patch.setattr(
+                                    listing_index.Columns, "_combined_key", lambda *a: None
+                                )
                                 expected = columns.order(parsed, chosen)
                             assert combined.tolist() == expected.tolist(), (resource.name, value)
                             lexicographic += 1
