@@ -1,9 +1,9 @@
 """The guard of never-seen listings: finding one takes a core for milliseconds to a few
-hundred, so each app finds one at a time, on a thread of its own at a lower CPU
-priority, and holds at most ``QUEUE`` requests for new listings at once (one being
-found, the others waiting for it, each at most ``WAIT_SECONDS`` before its own starts).
-A request past the queue, or one that waited its time, is answered 503 with
-``Retry-After``. A bounded executor and nothing else: it knows nothing of the server,
+hundred, so each app finds one at a time, on a thread of its own that yields the
+processor to any other, and holds at most ``QUEUE`` requests for new listings at once
+(one being found, the others waiting for it, each at most ``WAIT_SECONDS`` before its
+own starts). A request past the queue, or one that waited its time, is answered 503
+with ``Retry-After``. A bounded executor and nothing else: it knows nothing of the server,
 and shares nothing between processes, so a client that sends one request at a time
 always finds the queue empty and is never turned away, under any server.
 
@@ -18,10 +18,6 @@ from .errors import json_error
 
 QUEUE = 8  # new listings held at once: half of demoserv-serve's 16 threads stay free
 WAIT_SECONDS = 2.0  # the longest a request waits for its new listing to be started
-# How much lower than the process's own the CPU priority (nice) of the finding thread
-# is: readers' threads take a core from it at once, yet it keeps about a tenth of a busy
-# core (Linux's weights for nice 0 and 10: 1024 against 110).
-FINDER_NICE = 10
 EXTENSION = "demoserv.listing_guard"
 
 log = logging.getLogger(__name__)
@@ -62,20 +58,18 @@ class ListingGuard:
         with self._lock:
             if self._pid != os.getpid():
                 self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="demoserv-finder", initializer=_lower
+                    max_workers=1, thread_name_prefix="demoserv-finder", initializer=_idle
                 )
                 self._pid = os.getpid()
             return self._executor
 
 
-def _lower():
-    """The calling thread FINDER_NICE steps below the process's CPU priority (Linux: a
-    thread has a nice of its own), 19 at most."""
-    thread = threading.get_native_id()
+def _idle():
+    """The calling thread under Linux's SCHED_IDLE policy: any other thread that wakes
+    up takes the processor from it at once."""
     try:
-        nice = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + FINDER_NICE)
-        os.setpriority(os.PRIO_PROCESS, thread, nice)
-    except OSError as error:  # not allowed here: it runs at the process's priority
+        os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError) as error:  # not Linux: the process's own priority
         log.warning("new listings are found at the server's CPU priority: %s", error)
 
 

@@ -152,18 +152,18 @@ def test_the_guard_gives_back_results_and_errors_and_frees_its_queue():
     assert guard.run(pow, 3, 2) == 9  # the queue of one is free after an error
 
 
-def test_new_listings_are_found_on_one_thread_of_lower_cpu_priority(monkeypatch):
+def test_new_listings_are_found_on_one_thread_that_yields_to_any_other(monkeypatch):
     """So that the threads serving pages already found take a core from it at once."""
     guard = listing_guard.ListingGuard()
 
     def where():
         thread = threading.current_thread()
-        return thread.name, thread.ident, os.getpriority(os.PRIO_PROCESS, thread.native_id)
+        return thread.name, thread.ident, os.sched_getscheduler(thread.native_id)
 
-    name, ident, nice = guard.run(where)
-    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    name, ident, policy = guard.run(where)
     assert name.startswith("demoserv-finder") and ident != threading.get_ident()
-    assert nice == min(19, own + listing_guard.FINDER_NICE)
+    assert policy == os.SCHED_IDLE
+    assert os.sched_getscheduler(threading.get_native_id()) == os.SCHED_OTHER  # the caller's
     assert guard.run(where)[1] == ident  # one thread
     monkeypatch.setattr(os, "getpid", lambda: -1)  # as in a process forked since
     assert guard.run(where)[1] != ident
