@@ -1,11 +1,17 @@
 """Every ordering key of every resource, both directions, walked to the end."""
 
+import re
+import sys
+
+import jsonschema_rs
 import pytest
 
+from demoserv import ordering
 from demoserv.resources import RESOURCES
 
 from . import oracle
 from .conftest import walk
+from .openapi_check import SPEC
 
 CASES = [(resource, key) for resource, keys in oracle.KEYS.items() for key in keys]
 
@@ -133,6 +139,40 @@ def test_bad_ordering_is_400_naming_the_key(client, value):
     assert "ordering" in detail and "sortable_title, release_date_date" in detail
     # The database is intact after SQL text in a parameter.
     assert client.get("/api/v1/productions/").status_code == 200
+
+
+def test_terms_are_stripped_of_what_str_strip_takes_as_whitespace():
+    spaces = {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()}
+    assert set(ordering.TERM_SPACES) == spaces
+
+
+def _documented_ordering(resource):
+    operation = SPEC["paths"][f"/api/v1/{resource}/"]["get"]
+    schema = next(p for p in operation["parameters"] if p["name"] == "ordering")["schema"]
+    # The document's dialect (ECMA-262, as schemathesis reads it) and Python's re.
+    ecma = jsonschema_rs.validator_for(schema)
+    return lambda value: {ecma.is_valid(value), re.search(schema["pattern"], value) is not None}
+
+
+@pytest.mark.parametrize(
+    "padding",
+    [*ordering.TERM_SPACES, "\ufeff", "\x00", "_", "\u200b"],
+    ids=lambda padding: f"U+{ord(padding):04X}",
+)
+def test_a_padded_ordering_is_served_exactly_when_documented(client, padding):
+    """The server strips each term as the upstream does, and the document's pattern
+    allows exactly that padding around a term (the fuzz test sends such values)."""
+    value = f"{padding}-id{padding},{padding}name{padding}"
+    response = client.get("/api/v1/releasers/", query_string={"ordering": value})
+    documented = _documented_ordering("releasers")
+    if padding in ordering.TERM_SPACES:
+        assert documented(value) == documented(" -id\f, id") == {True}
+        expected = client.get("/api/v1/releasers/?ordering=-id,name")
+        assert response.status_code == 200
+        assert response.json["results"] == expected.json["results"]
+    else:
+        assert documented(value) == {False}
+        assert response.status_code == 400
 
 
 def test_repeated_ordering_takes_the_last_value(client):
