@@ -67,7 +67,7 @@ from clients import (  # noqa: E402
     timed_clients,
 )
 from generate import generate as generate_folder  # noqa: E402
-from servers import measured_load, start, start_demoserv, stop  # noqa: E402
+from servers import measured_load, memory_mb, start, start_demoserv, stop  # noqa: E402
 
 from demoserv.resources import BY_NAME  # noqa: E402
 
@@ -103,17 +103,6 @@ class Client:
         if status not in expected:
             raise RuntimeError(f"{path}: {status} {body[:200]!r}")
         return elapsed, body
-
-
-def memory_mb(pid):
-    """(VmRSS, VmHWM) of a process, in MB."""
-    found = {}
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            name, _, value = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                found[name] = int(value.split()[0]) / 1024
-    return found.get("VmRSS"), found.get("VmHWM")
 
 
 def peak_rss_mb(pid):

@@ -41,14 +41,12 @@ def start_server(kind, env, threads=None, app=None):
     if kind == "demoserv-serve":
         return start_demoserv(env, threads)
     if kind == "waitress":
-        env = dict(env, DEMOSERV_SERVER_THREADS="16")
         return start([*waitress, *WAITRESS_FLAGS, *serving], env, SERVING_ON)
     if kind == "waitress-defaults":
         return start([*waitress, *serving], env, SERVING_ON)
     if kind == "gunicorn-sync":
         return start([*gunicorn, wsgi], env, GUNICORN_LISTENING)
     if kind == "gunicorn-gthread":
-        env = dict(env, DEMOSERV_SERVER_THREADS="4")
         command = [*gunicorn, "--worker-class=gthread", "--threads=4", wsgi]
         return start(command, env, GUNICORN_LISTENING)
     if kind == "flask":
@@ -126,6 +124,29 @@ def measured_command(command, env):
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "output": output.strip(),
     }
+
+
+def memory_mb(pid):
+    """(VmRSS, VmHWM) of a process, in MB."""
+    found = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                found[name] = int(value.split()[0]) / 1024
+    return found.get("VmRSS"), found.get("VmHWM")
+
+
+def server_memory_mb(pid):
+    """(VmRSS, VmHWM) of a server process and its child processes (gunicorn's
+    workers) together, in MB."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            pids = [pid, *map(int, children.read().split())]
+    except OSError:
+        pids = [pid]
+    each = [memory_mb(one) for one in pids]
+    return sum(rss for rss, _ in each), sum(peak for _, peak in each)
 
 
 def stop(process):

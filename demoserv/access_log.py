@@ -3,54 +3,21 @@ server's (waitress's) and the access lines, for a log shipper to parse. Every li
 ``time`` (UTC, ISO 8601), ``level`` and ``logger``; an access line (logger
 ``demoserv.access``, one per request) adds ``client``, ``method``, ``path``, ``query``,
 ``status``, ``bytes``, ``ms`` and ``user_agent``; any other line adds ``message`` (and
-``traceback`` for a server error, logged by ``errors``; nothing of it reaches the client).
-
-Requests turned away while new listings are being found for others (503, ``listing``
-marks them ``TURNED_AWAY``) are logged at most one a second: a client that sends new
-listings without pause would otherwise fill the log, and writing it would take the time
-the turn-away saves. The next line logged says how many were left out
-(``"turned_away"``)."""
+``traceback`` for a server error, logged by ``errors``; nothing of it reaches the client)."""
 
 import datetime
 import json
 import logging
-import threading
 import time
 
 log = logging.getLogger("demoserv.access")
-
-TURNED_AWAY = "demoserv.turned_away"  # in the WSGI environ of a request turned away
-TURNED_AWAY_EVERY = 1.0  # seconds between two logged lines of requests turned away
-
-
-class _LeftOut:
-    """The requests turned away and not logged, since the last line."""
-
-    def __init__(self, clock=time.monotonic):
-        self._lock = threading.Lock()
-        self._clock = clock
-        self._count = 0
-        self._logged_at = None
-
-    def take(self, turned_away):
-        """None if this request is left out of the log; otherwise how many were before it."""
-        with self._lock:
-            if turned_away:
-                now = self._clock()
-                if self._logged_at is not None and now - self._logged_at < TURNED_AWAY_EVERY:
-                    self._count += 1
-                    return None
-                self._logged_at = now
-            count, self._count = self._count, 0
-            return count
 
 
 class AccessLog:
     """WSGI middleware, outermost, so that it sees every answer, refused ones too."""
 
-    def __init__(self, app, clock=time.monotonic):
+    def __init__(self, app):
         self.app = app
-        self.left_out = _LeftOut(clock)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -60,15 +27,14 @@ class AccessLog:
             status["code"] = int(line.split(" ", 1)[0])
             return start_response(line, headers, exc_info)
 
-        return _Logged(self.app(environ, record_start), environ, status, started, self.left_out)
+        return _Logged(self.app(environ, record_start), environ, status, started)
 
 
 class _Logged:
     """The answer's body, counted as the server sends it; logged when it is closed."""
 
-    def __init__(self, body, environ, status, started, left_out):
+    def __init__(self, body, environ, status, started):
         self.body, self.environ, self.status, self.started = body, environ, status, started
-        self.left_out = left_out
         self.size = 0
         self.logged = False
 
@@ -93,9 +59,6 @@ class _Logged:
             return
         self.logged = True
         environ = self.environ
-        left_out = self.left_out.take(environ.get(TURNED_AWAY, False))
-        if left_out is None:
-            return
         line = {
             "client": environ.get("REMOTE_ADDR", ""),
             "method": environ.get("REQUEST_METHOD", ""),
@@ -106,8 +69,6 @@ class _Logged:
             "ms": round((time.perf_counter() - self.started) * 1000, 2),
             "user_agent": environ.get("HTTP_USER_AGENT", "")[:500],
         }
-        if left_out:
-            line["turned_away"] = left_out
         # The message alone is the access line's JSON too, for handlers of other formats.
         log.info(json.dumps(line, ensure_ascii=False), extra={"access": line})
 

@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 
 from .db import CatalogueUnavailable
-from .guard import MAX_HEADERS
+from .request_limits import MAX_HEADERS
 
 # In the WSGI environ of an answer ``caching`` labelled: the catalogue it was built from.
 BUILT_FROM = "demoserv.built_from"

@@ -22,7 +22,8 @@ from sqlalchemy.pool import QueuePool
 
 from . import tables
 from .errors import APIError
-from .listing import Listings
+from .listing_cache import Listings
+from .listing_guard import EXTENSION as LISTING_GUARD
 from .shared import connect_read_only
 from .stored import RecordCodec
 
@@ -56,8 +57,9 @@ class Catalogue:
 
     def listing(self, resource, ordering, conditions, connection):
         """The ids of a filtered listing, or of one in an order on several keys, in
-        order (listing.py)."""
-        return self.listings.ids(connection, resource, ordering, conditions)
+        order (listing_cache.py)."""
+        guard = current_app.extensions[LISTING_GUARD]
+        return self.listings.ids(connection, resource, ordering, conditions, guard)
 
 
 def _file_id(stat):

@@ -18,7 +18,7 @@ from . import (
     cli,
     db,
     errors,
-    listing,
+    listing_guard,
     openapi,
     pipeline,
     progress,
@@ -90,7 +90,7 @@ def create_app(test_config=None, instance_path=None, database=None):
 
     errors.init_app(app)
     db.init_app(app, schema_version(RESOURCES))
-    listing.init_app(app, db.database_path(app))
+    listing_guard.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
     for blueprint in (root.blueprint(NAMES), *answers.blueprints(RESOURCES)):

@@ -1,6 +1,7 @@
-"""Filter kinds: each reads one query parameter, checks its value, and gives the SQL
-condition it stands for. Each resource declares its filters beside its ordering keys;
-the listing queries, OPTIONS and the OpenAPI document all read that declaration.
+"""Filter kinds: each reads one query parameter, checks its value, and gives the records
+it keeps (a mask over its column's array, or ids found with SQL). Each resource
+declares its filters beside its ordering keys; the listing queries, OPTIONS and the
+OpenAPI document all read that declaration.
 
 An empty value (``title=``) is no filter, as real clients send empty parameters. A bad
 value is a 400 naming the parameter, and so is a filter whose data the catalogue lacks.
@@ -17,7 +18,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from .api_error import APIError
-from .listing import search_arrays
+from .listing_arrays import search_arrays
 from .shared import (
     ID_PATTERN,
     MAX_ID,
@@ -58,10 +59,10 @@ class Filter:
         return values[-1]
 
     def condition(self, table, value):
-        """The SQL condition for the canonical ``value``."""
+        """The SQL condition for the canonical ``value`` (a filter without ``array``)."""
         raise NotImplementedError
 
-    # A filter with ``array`` is evaluated on the array of its column (listing.py);
+    # A filter with ``array`` is evaluated on the array of its column (listing_index.py);
     # the others find their records' ids with SQL, on an index.
     array = None
 
@@ -70,7 +71,7 @@ class Filter:
         return table.c.id, self.condition(table, value)
 
     def mask(self, columns, value, connection, table):
-        """The rows of ``columns`` (listing.Columns) that the filter keeps."""
+        """The rows of ``columns`` (listing_index.Columns) that the filter keeps."""
         if self.array is not None:
             return self.array_mask(columns.arrays[f"filter:{self.column}"], value)
         column, condition = self.matching(table, value)
@@ -130,9 +131,6 @@ class CountryCode(Filter):
             raise _invalid(self.parameter, "a two-letter country code")
         return values[-1].upper()
 
-    def condition(self, table, value):
-        return table.c.country_code == value
-
     def array(self, values):
         return np.array([_country(value) for value in values], dtype=np.int32)
 
@@ -159,9 +157,6 @@ class Choice(Filter):
             raise _invalid(self.parameter, "one of " + ", ".join(self.choices))
         return values[-1]
 
-    def condition(self, table, value):
-        return table.c[self.column] == value
-
     def array(self, values):
         codes = {choice: index for index, choice in enumerate(self.choices)}
         return np.array([codes.get(value, -1) for value in values], dtype=np.int8)
@@ -180,9 +175,6 @@ class Flag(Filter):
             raise _invalid(self.parameter, "true or false")
         return values[-1] == "true"
 
-    def condition(self, table, value):
-        return table.c[self.column] == value
-
     def array(self, values):
         return np.array([bool(value) for value in values], dtype=bool)
 
@@ -197,9 +189,6 @@ class IdEquals(Filter):
 
     def normalise(self, values):
         return _record_id(self.parameter, values[-1])
-
-    def condition(self, table, value):
-        return table.c[self.column] == value
 
     def array(self, values):
         return np.array([value or 0 for value in values], dtype=np.int64)
@@ -219,9 +208,6 @@ class AtMost(Filter):
         if not re.fullmatch("[0-9]{1,9}", values[-1]):
             raise _invalid(self.parameter, "a whole number")
         return int(values[-1])
-
-    def condition(self, table, value):
-        return table.c[self.column] <= value
 
     def array(self, values):
         never = np.iinfo(np.int32).max  # no value: matches no bound
@@ -244,10 +230,6 @@ class DateBound(Filter):
         if partial_date_error(values[-1]):
             raise _invalid(self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD")
         return date_key(values[-1])
-
-    def condition(self, table, value):
-        column = table.c[self.column]
-        return column < value if self.before else column >= value
 
     def array(self, values):
         return np.array(
@@ -276,10 +258,6 @@ class TimeBound(Filter):
             raise _invalid(
                 self.parameter, "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS)"
             ) from None
-
-    def condition(self, table, value):
-        column = table.c[self.column]
-        return column < value if self.before else column >= value
 
     def array(self, values):
         return np.array(
@@ -377,7 +355,7 @@ class Search(Filter):
     """Records whose text (the resource's ``search_text``: a title, a name, nicks)
     contains every whitespace-separated term of the value, both folded by
     ``shared.search_fold`` (accents and case ignored). Found in memory over the folded
-    texts stored at load (listing.py), not with a full-text index."""
+    texts stored at load (listing_arrays.py), not with a full-text index."""
 
     schema = {"type": "string", "maxLength": MAX_SEARCH}
 

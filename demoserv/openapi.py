@@ -9,7 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
-from . import changes, parameters
+from . import changes, ordering, parameters
 from .catalogue import status
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import BY_NAME, RESOURCES
@@ -133,8 +133,27 @@ def _with_suffixes(paths):
     return result
 
 
+def _character_class(characters):
+    """A regular expression class of exactly ``characters``, each as ``\\uXXXX`` (read
+    alike by ECMA-262, Python's re and the Rust regex crate), consecutive ones as ranges."""
+    points = sorted(set(map(ord, characters)))
+    ranges = []
+    for point in points:
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    return "[" + "".join(_class_range(low, high) for low, high in ranges) + "]"
+
+
+def _class_range(low, high):
+    return f"\\u{low:04x}" if low == high else f"\\u{low:04x}-\\u{high:04x}"
+
+
 def _ordering_pattern(keys):
-    term = rf"\s*-?({'|'.join(keys)})\s*"
+    # Around each term, exactly what the parser strips from it (ordering.TERM_SPACES).
+    space = _character_class(ordering.TERM_SPACES) + "*"
+    term = f"{space}-?({'|'.join(keys)}){space}"
     return f"^{term}(,{term})*$"
 
 

@@ -16,6 +16,16 @@ from sqlalchemy import bindparam
 
 from .api_error import APIError
 
+# What a term is stripped of: the characters str.strip() takes as whitespace
+# (str.isspace), as Django REST Framework's parser strips them. Named, so that the
+# OpenAPI document's pattern allows exactly these around a term (openapi.py): a
+# pattern's \s is ECMA-262's, which differs (it has U+FEFF, not U+001C-U+001F or U+0085).
+TERM_SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
 
 @dataclass(frozen=True)
 class SortKey:
@@ -94,7 +104,7 @@ def parse(resource, value):
     terms = []
     seen = set()
     for raw in value.split(","):
-        term = raw.strip()
+        term = raw.strip(TERM_SPACES)
         descending = term.startswith("-")
         name = term[1:] if descending else term
         if name not in keys:

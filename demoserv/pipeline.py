@@ -11,7 +11,7 @@ WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
 WSGI        kept answers            ``answer_cache.KeptAnswers``: a repeated request gets
                                     the bytes kept for it, before Flask; an answer that
                                     ``caching`` labels is kept (``ANSWER_CACHE_BYTES``)
-before      refuse unusable         ``guard.refuse_unusable``: sizes, bad or untrusted Host
+before      refuse unusable         ``request_limits.refuse_unusable``: sizes, bad or untrusted Host
 before      negotiate               ``rendering.negotiate``: ``format=`` and ``Accept``
 before      conditional answer      ``caching.answer_conditional``: a 304 before any query
 view        the resource's view     a blueprint of ``resources``; an error becomes a JSON
@@ -34,7 +34,7 @@ every step inside the kept answers: it is what they gave the first time.
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import answer_cache, caching, compression, db, guard, rendering
+from . import answer_cache, caching, compression, db, rendering, request_limits
 from .access_log import AccessLog
 
 
@@ -63,7 +63,7 @@ def kept_answers(app, wsgi_app):
 
 # Each stage's steps in the order a request meets them.
 MIDDLEWARE = (access_log, proxy_headers, kept_answers)
-BEFORE = (guard.refuse_unusable, rendering.negotiate, caching.answer_conditional)
+BEFORE = (request_limits.refuse_unusable, rendering.negotiate, caching.answer_conditional)
 AFTER = (rendering.represent, caching.label_fresh, rendering.label, compression.compress)
 TEARDOWN = (db.close_connection,)
 

@@ -81,12 +81,12 @@ class APIRequest(Request):
     @property
     def trusted_hosts(self):
         """None, whatever ``TRUSTED_HOSTS`` holds: Flask's own check of the Host header
-        compares case, so ``guard.refuse_unusable`` checks it instead."""
+        compares case, so ``request_limits.refuse_unusable`` checks it instead."""
         return None
 
     @trusted_hosts.setter
     def trusted_hosts(self, hosts):
-        pass  # Flask hands TRUSTED_HOSTS to every request; guard reads the config itself
+        pass  # Flask hands TRUSTED_HOSTS to every request; request_limits reads the config itself
 
     @cached_property
     def site_root(self):

@@ -192,14 +192,13 @@ def serve(settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None, reload=
     the base URLs to ``ready_file`` once it listens. ``reload``: the name of a packaged
     catalogue (``DEMOSERV_SEED_DIR``) loaded unless the database serves it already.
     A bad setting raises CannotServe, a failure to listen OSError."""
-    from . import listing, serving_app
+    from . import serving_app
     from .settings import SettingError
 
     try:
         app = serving_app(replace=reload is not None)
     except SettingError as error:
         raise CannotServe(str(error)) from None
-    listing.serve_with_threads(app, settings.get("threads", DEFAULTS["threads"]))
     server = make_server(app, request_timeout=request_timeout, **settings)
     urls = base_urls(server)
     catalogue = app.extensions["demoserv.db"].describe()

@@ -54,15 +54,6 @@ def whole_number(value):
     return number
 
 
-def optional_count(value):
-    if value in (None, ""):
-        return None
-    number = whole_number(value)
-    if number < 1:
-        raise ValueError("expected a number of 1 or more, or nothing")
-    return number
-
-
 def seconds(value):
     if isinstance(value, bool):
         raise ValueError("expected a number of seconds")
@@ -154,14 +145,6 @@ SETTINGS = (
         service_url_field,
         "Name of the field holding a record's public page: service_url, or the "
         "upstream's own demozoo_url for programs written for the upstream API.",
-    ),
-    Setting(
-        "SERVER_THREADS",
-        None,
-        optional_count,
-        "Threads each server process runs requests on, where the server cannot say "
-        "(demoserv serve says): up to half of them may wait for a turn to find a new "
-        "listing. None: new listings never wait, and get 503 while one is being found.",
     ),
     Setting(
         "CHANGES_KEPT_DAYS",

@@ -92,7 +92,7 @@ dictionaries = Table(
     Column("data", LargeBinary, nullable=False),
 )
 
-# Each resource's sort and filter columns as arrays in id order (listing.py).
+# Each resource's sort and filter columns as arrays in id order (listing_arrays.py).
 listing_columns = Table(
     "listing_columns",
     metadata,
@@ -437,7 +437,7 @@ for _table in RECORD_TABLES.values():
             _more = (_table.c.doc,) if _covered else ()
             INDEXES.append(Index(f"{_table.name}_by_{_column.name}", _column, *_more, unique=True))
 # Raw sort keys, for lookups by value. (Productions' are not indexed: their filters and
-# orderings on several keys read in-memory arrays, listing.py.)
+# orderings on several keys read in-memory arrays, listing_index.py.)
 for _table, _names in [
     (platforms, ["name_key"]),
     (production_types, ["name_key"]),

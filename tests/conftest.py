@@ -46,24 +46,9 @@ def loaded_database(catalogue_dir, tmp_path_factory):
     return path
 
 
-def as_threaded_server(app):
-    """``app`` with every request marked as a threaded server such as demoserv-serve
-    sends it (``wsgi.multithread``). Werkzeug's test client marks it as from a server of
-    one request at a time, where a new listing soon after another may be answered 503
-    (test_listing_turns)."""
-    wsgi_app = app.wsgi_app
-
-    def threaded(environ, start_response):
-        environ["wsgi.multithread"] = True
-        return wsgi_app(environ, start_response)
-
-    app.wsgi_app = threaded
-    return app
-
-
 @pytest.fixture
 def make_app(tmp_path):
-    def make(database, threaded=True, **config):
+    def make(database, **config):
         app = create_app(
             {
                 "TESTING": True,
@@ -76,7 +61,7 @@ def make_app(tmp_path):
         app.test_client_class = (
             ValidatingClient  # every answer is checked against the OpenAPI document
         )
-        return as_threaded_server(app) if threaded else app
+        return app
 
     return make
 

@@ -10,7 +10,7 @@ from demoserv import create_app
 from demoserv.answer_cache import PROTECTED_SHARE, Answer, AnswerCache
 from demoserv.catalogue.install import rollback
 from demoserv.catalogue.sources import load_catalogue
-from demoserv.guard import MAX_HEADERS
+from demoserv.request_limits import MAX_HEADERS
 
 from . import catalogue_factory
 from .test_server import Server

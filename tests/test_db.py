@@ -118,10 +118,10 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
 
 
 def test_kept_listings_are_bounded_and_equivalent_values_are_one(app, client, monkeypatch):
-    from demoserv import listing
+    from demoserv import listing_cache
     from demoserv.db import get_database
 
-    monkeypatch.setattr(listing, "CACHE_BYTES", 4096)
+    monkeypatch.setattr(listing_cache, "CACHE_BYTES", 4096)
     for title in range(40):  # listings that match nothing count too
         assert client.get(f"/api/v1/productions/?title=nothing-{title}").json["count"] == 0
     with app.app_context():
@@ -217,10 +217,10 @@ def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_d
 
 
 def test_listings_asked_for_again_outlast_a_stream_of_new_ones(app, client, monkeypatch):
-    from demoserv import listing
+    from demoserv import listing_cache
     from demoserv.db import get_database
 
-    monkeypatch.setattr(listing, "CACHE_BYTES", 8192)
+    monkeypatch.setattr(listing_cache, "CACHE_BYTES", 8192)
     wanted = ("productions", (("supertype", False), ("id", False)), ())
     client.get("/api/v1/productions/?ordering=supertype,id")
     client.get("/api/v1/productions/?ordering=supertype,id&page=2")  # asked for again

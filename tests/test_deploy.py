@@ -246,3 +246,12 @@ def test_two_replicas_behind_nginx(tmp_path, built):
         finally:
             for connection in slow:
                 connection.close()
+
+        # One client past its burst of 100 requests at more than 20 a second: 429 in
+        # the service's error shape (nginx's limit_req, the protection README names).
+        for _ in range(1000):
+            status, headers, body = get(front, "/api/v1/platforms/")
+            if status != 200:
+                break
+        assert (status, headers["retry-after"]) == (429, "1")
+        assert body == b'{"detail": "Too many requests; slow down."}\n'

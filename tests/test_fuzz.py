@@ -16,15 +16,13 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 
 from demoserv import create_app
 
-from .conftest import as_threaded_server
-
 EXAMPLES = int(os.environ.get("DEMOSERV_FUZZ_EXAMPLES", "25"))
 
 
 @pytest.fixture
 def api_schema(loaded_database):
     app = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})
-    return schemathesis.openapi.from_wsgi("/api/v1/openapi.json", as_threaded_server(app))
+    return schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app)
 
 
 def operations(schema):

@@ -1,11 +1,17 @@
 """Every ordering key of every resource, both directions, walked to the end."""
 
+import re
+import sys
+
+import jsonschema_rs
 import pytest
 
+from demoserv import ordering
 from demoserv.resources import RESOURCES
 
 from . import oracle
 from .conftest import walk
+from .openapi_check import SPEC
 
 CASES = [(resource, key) for resource, keys in oracle.KEYS.items() for key in keys]
 
@@ -135,6 +141,40 @@ def test_bad_ordering_is_400_naming_the_key(client, value):
     assert client.get("/api/v1/productions/").status_code == 200
 
 
+def test_terms_are_stripped_of_what_str_strip_takes_as_whitespace():
+    spaces = {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()}
+    assert set(ordering.TERM_SPACES) == spaces
+
+
+def _documented_ordering(resource):
+    operation = SPEC["paths"][f"/api/v1/{resource}/"]["get"]
+    schema = next(p for p in operation["parameters"] if p["name"] == "ordering")["schema"]
+    # The document's dialect (ECMA-262, as schemathesis reads it) and Python's re.
+    ecma = jsonschema_rs.validator_for(schema)
+    return lambda value: {ecma.is_valid(value), re.search(schema["pattern"], value) is not None}
+
+
+@pytest.mark.parametrize(
+    "padding",
+    [*ordering.TERM_SPACES, "\ufeff", "\x00", "_", "\u200b"],
+    ids=lambda padding: f"U+{ord(padding):04X}",
+)
+def test_a_padded_ordering_is_served_exactly_when_documented(client, padding):
+    """The server strips each term as the upstream does, and the document's pattern
+    allows exactly that padding around a term (the fuzz test sends such values)."""
+    value = f"{padding}-id{padding},{padding}name{padding}"
+    response = client.get("/api/v1/releasers/", query_string={"ordering": value})
+    documented = _documented_ordering("releasers")
+    if padding in ordering.TERM_SPACES:
+        assert documented(value) == documented(" -id\f, id") == {True}
+        expected = client.get("/api/v1/releasers/?ordering=-id,name")
+        assert response.status_code == 200
+        assert response.json["results"] == expected.json["results"]
+    else:
+        assert documented(value) == {False}
+        assert response.status_code == 400
+
+
 def test_repeated_ordering_takes_the_last_value(client):
     response = client.get("/api/v1/productions/?ordering=id&ordering=-id")
     ids = [r["id"] for r in response.json["results"]]
@@ -142,18 +182,18 @@ def test_repeated_ordering_takes_the_last_value(client):
 
 
 def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
-    """Orders on several keys sort one integer a row (listing.Columns._combined_key);
+    """Orders on several keys sort one integer a row (listing_index.Columns._combined_key);
     the lexicographic sort over the keys, which it stands in for, gives the same rows
     for every pair of keys in each direction, with and without a filter's mask."""
     import numpy as np
 
-    from demoserv import listing, ordering
+    from demoserv import listing_index, ordering
     from demoserv.db import get_database
 
     lexicographic = 0
     with app.app_context(), get_database().current().engine.connect() as connection:
         for resource in RESOURCES:
-            columns = listing.Columns(connection, resource)
+            columns = listing_index.Columns(connection, resource)
             mask = np.arange(len(columns.ids)) % 3 != 1
             for first in resource.keys:
                 for second in resource.keys:
@@ -168,7 +208,9 @@ def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
                             assert columns._combined_key(parsed, rows) is not None
                             combined = columns.order(parsed, chosen)
                             with monkeypatch.context() as patch:
-                                patch.setattr(listing.Columns, "_combined_key", lambda *a: None)
+                                patch.setattr(
+                                    listing_index.Columns, "_combined_key", lambda *a: None
+                                )
                                 expected = columns.order(parsed, chosen)
                             assert combined.tolist() == expected.tolist(), (resource.name, value)
                             lexicographic += 1

@@ -101,7 +101,7 @@ CHECKS = {
     pipeline.access_log: ("MIDDLEWARE", access_log),
     pipeline.proxy_headers: ("MIDDLEWARE", proxy_headers),
     pipeline.kept_answers: ("MIDDLEWARE", kept_answers),
-    pipeline.guard.refuse_unusable: ("BEFORE", refuse_unusable),
+    pipeline.request_limits.refuse_unusable: ("BEFORE", refuse_unusable),
     pipeline.rendering.negotiate: ("BEFORE", negotiate),
     pipeline.caching.answer_conditional: ("BEFORE", answer_conditional),
     pipeline.rendering.represent: ("AFTER", represent),

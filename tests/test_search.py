@@ -9,7 +9,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from demoserv import listing
+from demoserv import listing_arrays, listing_index
 from demoserv.db import get_database
 
 from . import oracle
@@ -226,8 +226,8 @@ ALPHABET = "ab é$#ø\u00e6x\u4e2d\U0001f600"
 
 
 def _columns(texts):
-    arrays = dict(listing.search_arrays([(i, text) for i, text in enumerate(texts)]))
-    columns = listing.Columns.__new__(listing.Columns)
+    arrays = dict(listing_arrays.search_arrays([(i, text) for i, text in enumerate(texts)]))
+    columns = listing_index.Columns.__new__(listing_index.Columns)
     columns.arrays = arrays
     columns.ids = np.arange(len(texts), dtype=np.int64)
     columns._byte_counts = np.bincount(arrays["search:text"], minlength=256)

@@ -54,8 +54,6 @@ def imported(tmp_path_factory):
 def upstream_client(imported):
     from demoserv import create_app
 
-    from .conftest import as_threaded_server
-
     app = create_app(
         {
             "TESTING": True,
@@ -64,7 +62,7 @@ def upstream_client(imported):
             "SERVICE_URL_FIELD": "demozoo_url",
         }
     )
-    return as_threaded_server(app).test_client()
+    return app.test_client()
 
 
 def _ties_sorted(items, key, tie_break):

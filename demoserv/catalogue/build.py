@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import JSON, Boolean, bindparam, create_engine, func, insert, select, update
 from sqlalchemy.schema import CreateTable
 
-from .. import addresses, filters, listing, ordering, tables
+from .. import addresses, filters, listing_arrays, ordering, tables
 from ..fingerprint import schema_version
 from ..resources import BY_NAME, RESOURCES
 from ..serialize import Built, compile_dumper
@@ -124,8 +124,8 @@ class Builder:
         self.connection.exec_driver_sql(f"PRAGMA cache_size = {LISTING_CACHE}")
         for name in LOAD_ORDER:
             resource = BY_NAME[name]
-            listing.store_columns(
-                self.connection, resource, listing.build_columns(self.connection, resource)
+            listing_arrays.store_columns(
+                self.connection, resource, listing_arrays.build_columns(self.connection, resource)
             )
         self.connection.execute(
             insert(tables.record_counts),
