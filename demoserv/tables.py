@@ -420,7 +420,7 @@ adhoc_nicks = _owned(
     Column("differentiator", Text, nullable=False),
 )
 # Every /api/adhoc/ answer built at load: a path's body, per month for the month lists
-# ("" for the others); the site's host stands as a NUL byte (adhoc.SITE_HOST).
+# ("" for the others); a NUL byte stands for the site's host (shared.ADHOC_SITE_HOST).
 adhoc_answers = Table(
     "adhoc_answers",
     metadata,

@@ -205,6 +205,32 @@ SMALL = [
     _production(3, "A diskmag", "2004-06-17", [DISKMAG]),
     _production(4, "Only a tool", "2004-06-17", [TOOL]),
     _production(5, "A year only", "2004", [DEMO]),
+    _production(
+        6,
+        "By sceners of two countries",
+        None,
+        [DEMO],
+        credits=[
+            {"nick": _nick("Zed", 11, False), "category": "Code", "role": ""},
+            {"nick": _nick("Ann", 10, False), "category": "Music", "role": ""},
+        ],
+    ),
+    _production(7, "By a group whose members share a country", None, [DEMO]),
+]
+# Ocean's members are all from one country; Zed and Ann are from two.
+RELEASERS = [
+    {
+        "id": 1,
+        "name": "Ocean",
+        "is_group": True,
+        "members": [
+            {"member": {"id": 10, "name": "Ann"}, "is_current": True},
+            {"member": {"id": 12, "name": "Bo"}, "is_current": False},
+        ],
+    },
+    {"id": 10, "name": "Ann", "is_group": False, "country_code": "SE"},
+    {"id": 11, "name": "Zed", "is_group": False, "country_code": "FI"},
+    {"id": 12, "name": "Bo", "is_group": False, "country_code": "SE"},
 ]
 
 
@@ -213,9 +239,10 @@ def small_client(tmp_path_factory):
     from demoserv import create_app
 
     folder = tmp_path_factory.mktemp("small")
-    (folder / "productions.jsonl").write_text(
-        "".join(json.dumps(record) + "\n" for record in SMALL)
-    )
+    for name, records in (("productions", SMALL), ("releasers", RELEASERS)):
+        (folder / f"{name}.jsonl").write_text(
+            "".join(json.dumps(record) + "\n" for record in records)
+        )
     database = folder / "catalogue.sqlite3"
     load_catalogue(folder, database)
     app = create_app(
@@ -257,7 +284,13 @@ def test_eq_dates_by_precision_and_the_id_map_from_files(small_client):
         "3": "2004-06-17",
         "4": "2004-06-17",
         "5": "2004",
+        "6": "",
+        "7": "",
     }
+    nationality = {row[0]: row[6] for row in rows}
+    # Credited sceners' countries (sorted); a group's members' one shared country.
+    assert nationality["6"] == "FI / SE"
+    assert nationality["7"] == "SE"
     assert rows[0][2] == "b'A diskmag'"  # by title, code point order
     response = small_client.get("/api/adhoc/pouet/prod-demozoo-ids-by-pouet-id/")
     assert response.data == b'[{"pouet_id": 42, "demozoo_id": 1}]'

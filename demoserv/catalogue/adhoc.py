@@ -56,20 +56,21 @@ HEADERS = {
 }
 
 
-def _is_id(parameter):
-    try:
-        values.numeric_id(parameter)
-    except (TypeError, ValueError):
-        return False
-    return True
+def _reads(read):
+    """Whether ``read`` takes a parameter (as the upstream reads it), as a function."""
+
+    def reads(parameter):
+        try:
+            read(parameter)
+        except (AttributeError, TypeError, ValueError):
+            return False
+        return True
+
+    return reads
 
 
-def _is_pouet_party(parameter):
-    try:
-        values.pouet_party(parameter)
-    except (AttributeError, ValueError):
-        return False
-    return True
+_is_id = _reads(values.numeric_id)
+_is_pouet_party = _reads(values.pouet_party)
 
 
 def _id_check(owner, link_class):
@@ -276,7 +277,8 @@ class Answers:
         )
 
     def _productions(self, where, order, parameters=()):
-        return self.query(
+        """A cursor over (id, title, supertype, release date, unparsed byline)."""
+        return self.raw.execute(
             "SELECT p.id, p.title, p.supertype, p.release_date, b.byline "
             f"FROM {tables.productions.name} AS p "
             f"LEFT JOIN {tables.adhoc_productions.name} AS b ON b.production_id = p.id "
@@ -285,12 +287,14 @@ class Answers:
         )
 
     def eq(self):
-        rows = self._productions(
-            "p.supertype = 'production' AND p.id IN (SELECT l.production_id FROM "
-            f"{tables.production_platforms.name} AS l JOIN {tables.platforms.name} AS f "
-            "ON f.id = l.platform_id WHERE f.name = ?)",
-            "p.title",
-            (ZX_SPECTRUM,),
+        rows = list(
+            self._productions(
+                "p.supertype = 'production' AND p.id IN (SELECT l.production_id FROM "
+                f"{tables.production_platforms.name} AS l JOIN {tables.platforms.name} AS f "
+                "ON f.id = l.platform_id WHERE f.name = ?)",
+                "p.title",
+                (ZX_SPECTRUM,),
+            )
         )
         details = Details(self, rows)
         nationalities = details.nationalities()
@@ -340,10 +344,7 @@ class Answers:
             HEADERS[KLUBI],
             (
                 [
-                    details.page(row),
-                    literal(row[1]),
-                    literal(details.byline(row)),
-                    values.long_date(row[3]),
+                    *details.month_cells(row),
                     literal(", ".join(details.parties.get(row[0], ()))),
                     literal(details.names("types", row[0])),
                     literal(details.names("platforms", row[0])),
@@ -362,10 +363,7 @@ class Answers:
             HEADERS[SCENESAT],
             (
                 [
-                    details.page(row),
-                    literal(row[1]),
-                    literal(details.byline(row)),
-                    values.long_date(row[3]),
+                    *details.month_cells(row),
                     literal(details.names("types", row[0])),
                     literal(details.names("platforms", row[0])),
                     literal(" / ".join(details.downloads(row[0]))),
@@ -433,6 +431,16 @@ class Details:
     @staticmethod
     def page(row):
         return values.site_literal("http", values.page_path(row[2], row[0]))
+
+    def month_cells(self, row):
+        """The cells a month list begins with: address, title, byline, release date."""
+        literal = values.literal
+        return [
+            self.page(row),
+            literal(row[1]),
+            literal(self.byline(row)),
+            values.long_date(row[3]),
+        ]
 
     def byline(self, row):
         if row[4]:
