@@ -394,3 +394,34 @@ def test_month_default_is_the_month_before(monkeypatch):
 
     assert previous_month(datetime.date(2026, 1, 15)) == "2025-12"
     assert previous_month(datetime.date(2026, 11, 1)) == "2026-10"
+
+
+def _set_field(text, table, row_start, column, value):
+    """``text`` with one field of the row of ``table`` starting ``row_start`` replaced."""
+    start = text.index(f"COPY public.{table} ")
+    header = text[start : text.index("\n", start)]
+    columns = header[header.index("(") + 1 : header.index(")")].split(", ")
+    at = text.index("\n" + row_start, start) + 1
+    end = text.index("\n", at)
+    fields = text[at:end].split("\t")
+    fields[columns.index(column)] = value
+    return text[:at] + "\t".join(fields) + text[end:]
+
+
+def test_unparsed_bylines_and_differentiators_from_an_export(tmp_path):
+    from demoserv import create_app
+
+    text = _set_field(
+        _sample_text(), "productions_production", "4634\t", "unparsed_byline", "Crew & Friends"
+    )
+    text = _set_field(text, "demoscene_nick", "181\t", "differentiator", "C64")
+    dump = tmp_path / "dump.sql.gz"
+    dump.write_bytes(gzip.compress(text.encode()))
+    database = tmp_path / "catalogue.sqlite3"
+    load_catalogue(dump, database)
+    client = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": ""}).test_client()
+    klubi = _rows(client.get("/api/adhoc/klubi/demoshow-prods/?month=2004-10"))
+    # The upstream shows a byline it could not parse in place of the nicks.
+    assert [row[2] for row in klubi if "/4634/" in row[0]] == ["b'Crew & Friends'"]
+    groups = _rows(client.get("/api/adhoc/group-abbreviations/"))
+    assert ["542", "b'Andromeda'", "b'C64'"] in [[row[0], row[2], row[3]] for row in groups]
