@@ -235,13 +235,17 @@ class Answers:
         """One item per (Pouet production, Pouet user): that user's credits on it, by
         category (as strings, as the upstream's SQL orders them)."""
         links = tables.adhoc_links.name
+        # In this order (CROSS JOIN): each Pouet production's credits, then each credited
+        # releaser's accounts; without statistics SQLite would pair every production
+        # link with every account first.
         rows = self.query(
             "SELECT prod.parameter, account.parameter, c.category, c.role "
-            f"FROM {tables.credits.name} AS c JOIN {links} AS prod ON prod.owner = 'production' "
-            "AND prod.owner_id = c.production_id AND prod.link_class = 'PouetProduction' "
-            f"JOIN {links} AS account ON account.owner = 'releaser' "
+            f"FROM {links} AS prod CROSS JOIN {tables.credits.name} AS c "
+            f"CROSS JOIN {links} AS account "
+            "WHERE prod.owner = 'production' AND prod.link_class = 'PouetProduction' "
+            "AND c.production_id = prod.owner_id AND account.owner = 'releaser' "
             "AND account.owner_id = c.releaser_id AND account.link_class = 'SceneidAccount' "
-            "WHERE prod.parameter IS NOT NULL AND account.parameter IS NOT NULL "
+            "AND prod.parameter IS NOT NULL AND account.parameter IS NOT NULL "
             "ORDER BY prod.parameter, account.parameter, c.category, prod.seq, "
             "c.production_id, c.position, account.seq"
         )
