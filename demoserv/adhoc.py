@@ -168,6 +168,10 @@ def openapi_paths():
                 "description": "Not permitted.",
                 "content": {"application/json": {"schema": error}},
             },
+            "404": {
+                "description": "A year that is not a whole number.",
+                "content": {"application/json": {"schema": error}},
+            },
         },
     }
     paths[f"{ADHOC_PREFIX}/meteoriks/candidates/{{year}}/"] = {
