@@ -398,13 +398,14 @@ screenshots = _owned(
 adhoc_links = Table(
     "adhoc_links",
     metadata,
-    Column("owner", Text, nullable=False),  # "production", "releaser" or "party"
-    Column("owner_id", Integer, nullable=False),
-    Column("seq", Integer, nullable=False),
-    Column("link_class", Text, nullable=False),
+    Column("owner", Text, primary_key=True),  # "production", "releaser" or "party"
+    Column("owner_id", Integer, primary_key=True),
+    Column("link_class", Text, primary_key=True),
+    Column("seq", Integer, primary_key=True),
     Column("parameter", Text),  # None: a catalogue file's URL that gives none back
     Column("url", Text, nullable=False),
     Column("is_download", Boolean, nullable=False),
+    sqlite_with_rowid=False,
 )
 adhoc_productions = Table(
     "adhoc_productions",

@@ -7,7 +7,7 @@ They read the catalogue's tables and ``tables.adhoc_*``: what the export holds b
 the records (``UPSTREAM``: every link with its parameter, archived classes too; nick
 differentiators; unparsed bylines; each row's line, which breaks ties as the upstream's
 database does), or, from catalogue files, the links read back from their URLs
-(``links_from_files``); a value the files do not carry is empty.
+(``from_files``); a value the files do not carry is empty.
 """
 
 import itertools
@@ -152,8 +152,9 @@ UPSTREAM = storage.Upstream(
 )
 
 
-def links_from_files(builder):
-    """The links of a catalogue read from files, each parameter read back from its URL."""
+def from_files(builder):
+    """The tables above for a catalogue read from files: each link's parameter read back
+    from its URL, ties in the files' order (by id), no differentiator nor byline."""
     raw = builder.raw_connection()
     raw.create_function("adhoc_parameter", 2, values.parameter_from_url, deterministic=True)
     for owner, (table, column, is_download) in CATALOGUE_LINKS.items():
@@ -163,20 +164,21 @@ def links_from_files(builder):
             f"row_number() OVER (ORDER BY {column}, position), link_class, "
             f"adhoc_parameter(link_class, url), url, {is_download} FROM main.{table.name}"
         )
+    raw.execute(
+        f"INSERT INTO {tables.adhoc_productions.name} (production_id, seq) "
+        f"SELECT id, id FROM main.{tables.productions.name}"
+    )
+    raw.execute(
+        f"INSERT INTO {tables.adhoc_nicks.name} (releaser_id, position, seq, differentiator) "
+        "SELECT releaser_id, position, row_number() OVER (ORDER BY releaser_id, position), '' "
+        f"FROM main.{tables.releaser_nicks.name}"
+    )
 
 
 def build_answers(connection, digest):
     """Every answer into ``tables.adhoc_answers``, each also into ``digest`` (the
     catalogue version covers them)."""
     raw = connection.connection.driver_connection
-    raw.execute(
-        f"CREATE INDEX scratch.adhoc_links_by_owner ON {tables.adhoc_links.name} "
-        "(owner, owner_id, link_class, seq)"
-    )
-    raw.execute(
-        f"CREATE INDEX scratch.adhoc_links_by_class ON {tables.adhoc_links.name} "
-        "(owner, link_class, seq)"
-    )
     answers = Answers(raw)
     rows = [
         *answers.id_maps(),
@@ -257,12 +259,11 @@ class Answers:
 
     def group_abbreviations(self):
         rows = self.query(
-            "SELECT n.releaser_id, n.name, coalesce(a.differentiator, ''), n.abbreviation, "
-            f"n.variants FROM {tables.releaser_nicks.name} AS n "
+            "SELECT n.releaser_id, n.name, a.differentiator, n.abbreviation, n.variants "
+            f"FROM {tables.releaser_nicks.name} AS n "
             f"JOIN {tables.releasers.name} AS r ON r.id = n.releaser_id AND r.is_group "
-            f"LEFT JOIN {tables.adhoc_nicks.name} AS a ON a.releaser_id = n.releaser_id "
-            "AND a.position = n.position "
-            "ORDER BY n.name, a.seq, n.releaser_id, n.position"
+            f"JOIN {tables.adhoc_nicks.name} AS a ON a.releaser_id = n.releaser_id "
+            "AND a.position = n.position ORDER BY n.name, a.seq"
         )
         literal = values.literal
         return values.csv_body(
@@ -285,8 +286,8 @@ class Answers:
         return self.raw.execute(
             "SELECT p.id, p.title, p.supertype, p.release_date, b.byline "
             f"FROM {tables.productions.name} AS p "
-            f"LEFT JOIN {tables.adhoc_productions.name} AS b ON b.production_id = p.id "
-            f"WHERE {where} ORDER BY {order}, coalesce(b.seq, p.id)",
+            f"JOIN {tables.adhoc_productions.name} AS b ON b.production_id = p.id "
+            f"WHERE {where} ORDER BY {order}, b.seq",
             parameters,
         )
 

@@ -131,7 +131,7 @@ def _load_folder(source, target, progress, wait, allow_empty, keep_days):
 
 def _read_folder(builder, paths, progress):
     counts = Loader(builder, paths, progress).run()
-    adhoc.links_from_files(builder)
+    adhoc.from_files(builder)
     return counts
 
 
