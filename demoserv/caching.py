@@ -18,7 +18,7 @@ from werkzeug.http import http_date, parse_date
 from .answer_cache import BUILT_FROM
 from .compression import encoded_tag
 from .db import CatalogueUnavailable, get_catalogue
-from .rendering import representation_key, under_api_prefix
+from .rendering import representation_key, under_adhoc_prefix, under_api_prefix
 
 ENCODING_SUFFIXES = ("-gzip", "-br")
 
@@ -52,7 +52,7 @@ def _loaded_at():
 
 
 def _cacheable():
-    return request.method in ("GET", "HEAD") and under_api_prefix()
+    return request.method in ("GET", "HEAD") and (under_api_prefix() or under_adhoc_prefix())
 
 
 def _held_tag(tag):

@@ -1,4 +1,5 @@
-"""gzip and brotli for JSON, JSONP and HTML bodies over 1 KB, when the client accepts them."""
+"""gzip and brotli for JSON, JSONP, HTML and the upstream's text and CSV bodies over 1 KB,
+when the client accepts them."""
 
 import gzip
 
@@ -6,7 +7,13 @@ import brotli
 from flask import request
 
 MINIMUM_SIZE = 1024
-COMPRESSED_TYPES = ("application/json", "application/javascript", "text/html")
+COMPRESSED_TYPES = (
+    "application/json",
+    "application/javascript",
+    "text/html",
+    "text/javascript",
+    "text/plain",
+)
 # Levels chosen for speed: a page of productions compresses about ten-fold either way.
 GZIP_LEVEL = 5
 BROTLI_QUALITY = 4

@@ -14,6 +14,7 @@ from flask import Flask
 
 from . import (
     access_log,
+    adhoc,
     changes,
     cli,
     db,
@@ -95,6 +96,7 @@ def create_app(test_config=None, instance_path=None, database=None):
     pipeline.init_app(app)
     for blueprint in (root.blueprint(NAMES), *answers.blueprints(RESOURCES)):
         app.register_blueprint(blueprint)
+    app.register_blueprint(adhoc.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(status.bp)
     app.register_blueprint(changes.bp)

@@ -9,7 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
-from . import changes, ordering, parameters
+from . import adhoc, changes, ordering, parameters
 from .catalogue import status
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import BY_NAME, RESOURCES
@@ -484,6 +484,7 @@ def build():
     )
     document = spec.to_dict()
     document["paths"] = _with_suffixes(document["paths"])
+    document["paths"].update(adhoc.openapi_paths())
     return document
 
 

@@ -31,6 +31,9 @@ from werkzeug.routing import RequestRedirect
 from .errors import APIError
 
 API_PREFIX = "/api/v1"
+# The upstream's plain views (adhoc.py): their own bytes and types, this pipeline's
+# errors, caching, compression and CORS.
+ADHOC_PREFIX = "/api/adhoc"
 DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
 FORMATS = ("api", "json", "jsonp")
 # Formats a path may carry as a suffix (``/productions.json``), and the name of the view
@@ -123,6 +126,10 @@ def under_api_prefix():
     """Whether the request is for anything under the prefix: the API and its docs."""
     path = request.path
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def under_adhoc_prefix():
+    return request.path.startswith(ADHOC_PREFIX + "/")
 
 
 def is_api_request():
@@ -262,6 +269,9 @@ def label(response):
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
         response.headers["Content-Type"] = JSON_TYPE
+    if under_adhoc_prefix():
+        response.headers["Allow"] = ALLOW
+        return _allow_any_origin(response)
     if not under_api_prefix():
         return response
     response.headers["Allow"] = ALLOW
@@ -269,7 +279,11 @@ def label(response):
         jsonp = request.callback is not None and response.status_code in (200, 304)
         response.headers["Content-Type"] = JSONP_CONTENT_TYPE if jsonp else JSON_TYPE
     response.vary.add("Accept")
-    # CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send.
+    return _allow_any_origin(response)
+
+
+def _allow_any_origin(response):
+    """CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send."""
     response.headers["Access-Control-Allow-Origin"] = "*"
     response.headers["Access-Control-Expose-Headers"] = "ETag, Last-Modified, X-Catalogue-Version"
     if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:

@@ -15,6 +15,11 @@ SUPERTYPES = ("production", "music", "graphics")
 SECTIONS = {"production": "productions", "music": "music", "graphics": "graphics"}
 # Names of the field that holds a record's public page: ours, and the upstream's own.
 SERVICE_URL_FIELDS = ("service_url", "demozoo_url")
+# The upstream's /api/adhoc/ answers, built at load and stored by path (under
+# /api/adhoc/) and month ("" for an answer of no month, and a month list's empty one);
+# in a stored answer, a NUL byte stands for the configured site's host.
+ADHOC_MONTH_PATHS = ("klubi/demoshow-prods/", "scenesat/monthly-releases/")
+ADHOC_SITE_HOST = "\x00"
 
 _PARTIAL_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?")
 _DIGIT_RUN = re.compile(r"[0-9]+")

@@ -392,6 +392,45 @@ screenshots = _owned(
     ),
 )
 
+# What only the /api/adhoc/ answers read (catalogue/adhoc.py), kept while a catalogue is
+# built: every link with its parameter (archived classes too), and what the export holds
+# beyond the records; ``seq`` is the export's row order (its line), which breaks ties.
+adhoc_links = Table(
+    "adhoc_links",
+    metadata,
+    Column("owner", Text, primary_key=True),  # "production", "releaser" or "party"
+    Column("owner_id", Integer, primary_key=True),
+    Column("link_class", Text, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("parameter", Text),  # None: a catalogue file's URL that gives none back
+    Column("url", Text, nullable=False),
+    Column("is_download", Boolean, nullable=False),
+    sqlite_with_rowid=False,
+)
+adhoc_productions = Table(
+    "adhoc_productions",
+    metadata,
+    Column("production_id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, nullable=False),
+    Column("byline", Text),  # the upstream's unparsed byline, shown in place of the nicks
+)
+adhoc_nicks = _owned(
+    "adhoc_nicks",
+    "releaser_id",
+    Column("seq", Integer, nullable=False),
+    Column("differentiator", Text, nullable=False),
+)
+# Every /api/adhoc/ answer built at load: a path's body, per month for the month lists
+# ("" for the others); a NUL byte stands for the site's host (shared.ADHOC_SITE_HOST).
+adhoc_answers = Table(
+    "adhoc_answers",
+    metadata,
+    Column("path", Text, primary_key=True),
+    Column("month", Text, primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    sqlite_with_rowid=False,
+)
+
 # The record tables, by resource name as it appears in the API.
 RECORD_TABLES = {
     "party_series": party_series,

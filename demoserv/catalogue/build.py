@@ -18,7 +18,7 @@ from ..fingerprint import schema_version
 from ..resources import BY_NAME, RESOURCES
 from ..serialize import Built, compile_dumper
 from ..stored import MARKERS, RecordCodec
-from . import history
+from . import adhoc, history
 from .resources import LOAD_ORDER, LOADING
 
 BATCH = 5000  # rows per INSERT
@@ -31,7 +31,13 @@ LISTING_CACHE = -8192  # while the listing columns are built
 SCRATCH_CACHE = -8192  # of the scratch file, read in order
 # Relations that only the records built at load show: not served otherwise, so kept in
 # a scratch file while building (they would be a sixth of the new file).
-SCRATCH_TABLES = (tables.credits, tables.screenshots)
+SCRATCH_TABLES = (
+    tables.credits,
+    tables.screenshots,
+    tables.adhoc_links,
+    tables.adhoc_productions,
+    tables.adhoc_nicks,
+)
 # Bytes of dictionary for list and detail records: zstd's largest default, which
 # compresses records of every size about a tenth better than a third of it.
 LIST_DICTIONARY = 110 * 1024
@@ -115,6 +121,8 @@ class Builder:
         progress.stage("building records")
         read_models = ReadModels(self.connection)
         read_models.build()
+        progress.stage("building the adhoc answers")
+        adhoc.build_answers(self.connection, read_models.digest)
         for index in covering:
             index.create(self.connection)
         for table in SCRATCH_TABLES:  # empty, in the new file; main's from now on

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from . import fetch, history, install, prebuilt, provenance
+from . import adhoc, fetch, history, install, prebuilt, provenance
 from .build import Builder
 from .files import catalogue_files
 from .pgdump import DumpError
@@ -122,11 +122,17 @@ def _load_folder(source, target, progress, wait, allow_empty, keep_days):
     paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
     with install.building(target, wait=wait) as building:
         counts = _build(
-            lambda builder: Loader(builder, paths, progress).run(),
+            lambda builder: _read_folder(builder, paths, progress),
             building, target, progress, allow_empty, provenance.of_path(source), keep_days,
         )  # fmt: skip
         before = install.install(building, target, counts, allow_empty=allow_empty)
     return Outcome(source.name, True, counts, before)
+
+
+def _read_folder(builder, paths, progress):
+    counts = Loader(builder, paths, progress).run()
+    adhoc.from_files(builder)
+    return counts
 
 
 def _load_file(source, target, progress, wait, allow_empty, force, keep_days):

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from .. import shared, tables
+from . import adhoc
 from .build import SCRATCH_TABLES
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
@@ -38,10 +39,13 @@ FOREIGN_KEYS = [
 # Columns whose NULL the API cannot show, and those that hold one of a few values.
 REQUIRED = {}
 CHOICES = {}
-# Every resource's part of the import (Resource.upstream), in load order.
+# Every resource's part of the import (Resource.upstream), in load order, then that of
+# the /api/adhoc/ answers; each adds the columns it reads to the tables staged.
 DECLARED = [LOADING[name].upstream for name in LOAD_ORDER if LOADING[name].upstream is not None]
+DECLARED.append(adhoc.UPSTREAM)
 for _declared in DECLARED:
-    WANTED.update(_declared.tables)
+    for _table, _columns in _declared.tables.items():
+        WANTED.setdefault(_table, {}).update(_columns)
     FOREIGN_KEYS.extend(_declared.foreign_keys)
     REQUIRED.update(_declared.required)
     CHOICES.update(_declared.choices)
@@ -240,27 +244,26 @@ def _target(table):
 def _links(connection, links):
     """A ``storage.Links``: archived classes left out, each URL built and checked."""
     archived = ", ".join("?" * len(ARCHIVED))
+    shown = f"FROM stage.{links.source} WHERE link_class NOT IN ({archived})"
+    # Checked first: a URL that cannot be built is a line of the dump to name.
+    row = connection.execute(
+        f"SELECT line, link_class, parameter {shown} AND link_url(link_class, parameter) "
+        "IS NULL ORDER BY line LIMIT 1",
+        sorted(ARCHIVED),
+    ).fetchone()
+    if row:
+        raise DumpError(
+            f"{links.source}:{row[0]}: parameter: {row[2]!r} is not a link of class {row[1]}"
+        )
     columns = "".join(f"{column}, " for column in links.columns)
     expressions = "".join(f"{expression}, " for expression in links.columns.values())
     owner = links.owner
     connection.execute(
         f"INSERT INTO {_target(links.table)} ({owner}, position, {columns}link_class, url) "
         f"SELECT {owner}, row_number() OVER (PARTITION BY {owner} ORDER BY {links.order}, "
-        f"line), {expressions}link_class, link_url(link_class, parameter) "
-        f"FROM stage.{links.source} WHERE link_class NOT IN ({archived})",
+        f"line), {expressions}link_class, link_url(link_class, parameter) {shown}",
         sorted(ARCHIVED),
     )
-    found = connection.execute(
-        f"SELECT 1 FROM {_target(links.table)} WHERE url IS NULL LIMIT 1"
-    ).fetchone()
-    if found:
-        row = connection.execute(
-            f"SELECT line, link_class, parameter FROM stage.{links.source} "
-            "WHERE link_url(link_class, parameter) IS NULL LIMIT 1"
-        ).fetchone()
-        raise DumpError(
-            f"{links.source}:{row[0]}: parameter: {row[2]!r} is not a link of class {row[1]}"
-        )
 
 
 def _content_type(connection, app_label, model):
