@@ -21,6 +21,8 @@ LOAD_ENTRY_POINTS = [
     "demoserv.catalogue.pgdump",
     "demoserv.catalogue.fetch",
     "demoserv.catalogue.install",
+    "demoserv.catalogue.adhoc",
+    "demoserv.catalogue.history",
     # The listing arrays are built at load: their builder was the layers' last exception.
     "demoserv.listing_arrays",
 ]
@@ -37,6 +39,9 @@ SERVING_MODULES = [
     "demoserv.listing_index",
     "demoserv.listing_cache",
     "demoserv.listing_guard",
+    "demoserv.answer_cache",
+    "demoserv.adhoc",
+    "demoserv.changes",
 ]
 BUILDING = [
     "demoserv.catalogue.build",
