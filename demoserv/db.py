@@ -5,7 +5,9 @@ old one. Each file is therefore immutable once it has a served name, and is open
 read-only with ``immutable=1`` (no locking). Before each request the path is checked
 (one ``stat``); when it names a new file, a new engine is opened on it. A request keeps
 one connection for all its queries, so each answer comes wholly from one catalogue, and
-requests already running on the old file finish on it.
+requests already running on the old file finish on it. A connection is opened by path,
+so each new one checks that the path still names its engine's file: one opened just
+after a switch would read the new file under the old file's version and dictionaries.
 """
 
 import logging
@@ -66,11 +68,28 @@ def _file_id(stat):
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def read_only_engine(path):
-    """An engine whose connections can only read ``path``."""
+def _same_file(path):
+    """The file id ``path`` names now; None if it names none."""
+    try:
+        return _file_id(os.stat(path))
+    except OSError:
+        return None
+
+
+class FileReplaced(Exception):
+    """The path named another file than the engine's when a connection was opened."""
+
+
+def read_only_engine(path, file_id=None):
+    """An engine whose connections can only read ``path``; with ``file_id``, only while
+    the path names that file (FileReplaced otherwise)."""
 
     def connect():
-        return connect_read_only(path, check_same_thread=False)
+        connection = connect_read_only(path, check_same_thread=False)
+        if file_id is not None and _same_file(path) != file_id:
+            connection.close()
+            raise FileReplaced(path)
+        return connection
 
     return create_engine(
         "sqlite://",
@@ -82,6 +101,9 @@ def read_only_engine(path):
 
 
 UNAVAILABLE = "The catalogue is not available: "
+REPLACED = "it was replaced again and again while being opened; try again."
+# Each attempt follows a switch that happened within one file's opening: a few suffice.
+OPEN_ATTEMPTS = 3
 
 
 class Database:
@@ -102,6 +124,14 @@ class Database:
 
     def current(self):
         """The catalogue the path names now, opened once per file."""
+        for _ in range(OPEN_ATTEMPTS):
+            try:
+                return self._current_file()
+            except FileReplaced:
+                continue  # switched while it was opened: the path names a newer file
+        raise CatalogueUnavailable(UNAVAILABLE + REPLACED)
+
+    def _current_file(self):
         try:
             file_id = _file_id(os.stat(self.path))
         except FileNotFoundError:
@@ -136,7 +166,7 @@ class Database:
         raise CatalogueUnavailable(detail) from None
 
     def _open(self, file_id):
-        engine = read_only_engine(self.path)
+        engine = read_only_engine(self.path, file_id)
         try:
             with engine.connect() as connection:
                 mismatch = tables.schema_mismatch(connection, self._expected)
@@ -152,6 +182,9 @@ class Database:
                             f"schema version {info['schema_version']}, "
                             f"this server reads {self.schema_version}"
                         )
+        except FileReplaced:
+            engine.dispose()
+            raise
         except (DBAPIError, LookupError, ValueError) as error:
             engine.dispose()
             cause = getattr(error, "orig", None) or error
@@ -222,16 +255,25 @@ def get_database(app=None):
 
 
 def get_catalogue():
-    """The catalogue this request reads: fixed at its first use in the request."""
+    """The catalogue this request reads: fixed at its first use in the request, with the
+    request's connection to it, opened at once so that both are of one file."""
     if "catalogue" not in g:
-        g.catalogue = get_database().current()
+        database = get_database()
+        for _ in range(OPEN_ATTEMPTS):
+            catalogue = database.current()
+            try:
+                g.db_connection = catalogue.engine.connect()
+            except FileReplaced:
+                continue  # a load switched files since: the next current() names it
+            g.catalogue = catalogue
+            return catalogue
+        raise CatalogueUnavailable(UNAVAILABLE + REPLACED)
     return g.catalogue
 
 
 def get_connection():
     """This request's connection to its catalogue."""
-    if "db_connection" not in g:
-        g.db_connection = get_catalogue().engine.connect()
+    get_catalogue()
     return g.db_connection
 
 

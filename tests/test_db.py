@@ -3,12 +3,18 @@
 import sqlite3
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import OperationalError
 
 from demoserv import filters, tables
 from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import get_connection
+from demoserv.db import (
+    Database,
+    FileReplaced,
+    get_catalogue,
+    get_connection,
+    get_database,
+)
 from demoserv.resources import BY_NAME
 
 from . import catalogue_factory
@@ -45,6 +51,35 @@ def test_a_load_is_served_without_restart(make_app, tmp_path):
     assert client.get("/api/v1/productions/").json["count"] == 150
     load_catalogue(small, database)
     assert client.get("/api/v1/productions/").json["count"] == 30
+
+
+def test_a_connection_is_of_the_file_its_catalogue_was_read_from(make_app, tmp_path, monkeypatch):
+    # Connections open by path: one opened just after a switch, for a request that found
+    # the old file a moment before, would read the new file's rows under the old file's
+    # version and dictionaries. It is refused, and the request takes the new file whole.
+    database = tmp_path / "served.sqlite3"
+    small = catalogue_factory.write(
+        catalogue_factory.build(seed=2, productions=30), tmp_path / "small"
+    )
+    big = catalogue_factory.write(
+        catalogue_factory.build(seed=3, productions=150), tmp_path / "big"
+    )
+    load_catalogue(small, database)
+    app = make_app(database)
+    old = get_database(app).current()
+    load_catalogue(big, database)
+    old.engine.dispose()  # no idle connection on the old file is left to reuse
+    with pytest.raises(FileReplaced):
+        old.engine.connect()
+
+    stale = iter([old])  # the request's first look at the path, just before the switch
+    found = Database.current
+    monkeypatch.setattr(Database, "current", lambda self: next(stale, None) or found(self))
+    with app.test_request_context("/api/v1/productions/"):
+        catalogue = get_catalogue()
+        assert catalogue is not old and catalogue.counts["productions"] == 150
+        rows = select(func.count()).select_from(tables.productions)
+        assert get_connection().execute(rows).scalar() == 150
 
 
 def test_missing_database_is_503_then_recovers(make_app, tmp_path, catalogue_dir):
