@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, select
 from . import pagination, tables
 from .addresses import api_url
 from .api_error import APIError
+from .caching import follows_history
 from .db import get_connection
 from .links import request_style
 from .parameters import PAGE, RENDERING
@@ -148,6 +149,7 @@ def _page(connection, since, scope):
     return page, rows
 
 
+@follows_history
 def changes_list():
     connection = get_connection()
     resource = _resource()

@@ -71,6 +71,9 @@ catalogue_info = Table(
     Column("schema_version", Text, nullable=False),  # fingerprint.schema_version
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
+    # A digest of the history of loads (catalogue_loads), written with it: the changes
+    # feed's answers follow it as well as the version (null in a file without a history).
+    Column("history", Text),
 )
 
 # Where the catalogue came from (catalogue/provenance.py), one fact a row: the source

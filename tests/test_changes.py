@@ -6,6 +6,7 @@ the example client kept in step with a real server over three loads."""
 import http.server
 import importlib.util
 import json
+import os
 import random
 import shutil
 import socket
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from demoserv import answer_cache
 from demoserv import changes as changes_module
 from demoserv.catalogue import install
 from demoserv.catalogue.feed import build as build_feed
@@ -23,6 +25,7 @@ from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import get_database
 from demoserv.resources import BY_NAME
 
+from .answers_twice import AnsweredTwice
 from .conftest import walk
 from .test_history import ADDED, UNTOUCHED, expected_changes, loads  # noqa: F401 (fixture)
 from .test_query_plans import catch_statements
@@ -458,6 +461,34 @@ def test_no_feed_answer_scans_or_sorts(client, loads):  # noqa: F811
             )
 
 
+def test_the_feed_validators_follow_the_history(make_app, loads, tmp_path, monkeypatch):  # noqa: F811
+    """One version with two histories (the first stage loaded first, and loaded again
+    after the second): the feed's ETags differ, and the kept answers of one file are not
+    the other's; a record's ETag follows the version alone."""
+    folders, files, versions = loads
+    monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])  # kept
+    again = tmp_path / "again.sqlite3"
+    shutil.copyfile(files[1], again)
+    load_catalogue(folders[0], again)
+    assert install._version_and_time(again)[0] == versions[0]
+    target = tmp_path / "served.sqlite3"
+    shutil.copyfile(files[0], target)
+    client = make_app(target).test_client()
+    first = client.get("/api/v1/changes/")
+    record = client.get("/api/v1/productions/108/")
+    assert first.json["count"] == 0
+    os.replace(shutil.copyfile(again, tmp_path / "next.sqlite3"), target)
+    second = client.get("/api/v1/changes/")  # not the answer kept from the other file
+    assert second.headers["X-Catalogue-Version"] == first.headers["X-Catalogue-Version"]
+    assert second.json["count"] > 0
+    tag = first.headers["ETag"]
+    assert second.headers["ETag"] != tag
+    held = client.get("/api/v1/changes/", headers={"If-None-Match": tag})
+    assert held.status_code == 200 and held.json == second.json
+    same = client.get("/api/v1/productions/108/", headers={"If-None-Match": record.headers["ETag"]})
+    assert same.status_code == 304
+
+
 def test_a_file_without_the_feed_is_503_load_again(make_app, loaded_database, tmp_path):
     """A file built before the feed's tables were (its history kept, as once) is refused,
     never answered with a 500."""
@@ -467,6 +498,7 @@ def test_a_file_without_the_feed_is_503_load_again(make_app, loaded_database, tm
     for table in ("feed_changes", "feed_records", "feed_skips", "feed_spans"):
         connection.execute(f"DROP TABLE {table}")
     connection.execute("DROP INDEX catalogue_loads_by_version")
+    connection.execute("ALTER TABLE catalogue_info DROP COLUMN history")
     connection.commit()
     connection.close()
     client = make_app(path).test_client()

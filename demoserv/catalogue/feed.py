@@ -14,6 +14,8 @@ page's first record is found with one lookup, and a page is a range of ``feed_re
 All of it is linear in the history: never the feed since each load, whole.
 """
 
+import hashlib
+
 from ..tables import FEED_ALL
 
 
@@ -24,6 +26,7 @@ def build(connection):
     _records(connection)
     _spans(connection)
     _skips(connection)
+    _history_digest(connection)
 
 
 def _changes(connection):
@@ -104,3 +107,15 @@ def _skips(connection):
         "WHERE feed_skips.since_load = feed_spans.since_load "
         "AND feed_skips.scope = feed_spans.scope)"
     )
+
+
+def _history_digest(connection):
+    """A digest of the loads the history holds: files of one version but of other
+    histories answer the feed differently, so its validators differ."""
+    loads = connection.execute(
+        "SELECT load_number, version, loaded_at, counts FROM main.catalogue_loads "
+        "ORDER BY load_number"
+    ).fetchall()
+    text = "\n".join("\t".join(map(str, load)) for load in loads)
+    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    connection.execute("UPDATE main.catalogue_info SET history = ?", (digest,))
