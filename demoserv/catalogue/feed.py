@@ -11,7 +11,8 @@ of a record since k is told by its first change after k, compared with the recor
 served (``feed_changes``: one value a change row). The records left out since each k
 are few; each is kept with the number of entries before it (``feed_skips``), so that a
 page's first record is found with one lookup, and a page is a range of ``feed_records``.
-All of it is linear in the history: never the feed since each load, whole.
+The rest is linear in the history, and ``feed_skips`` grows with the loads kept times
+the records left out: never the feed since each load, whole.
 """
 
 import hashlib
