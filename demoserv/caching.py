@@ -4,8 +4,9 @@ A catalogue file never changes while it is served, so an answer is fixed by the
 catalogue version and the request's address: the ETag is derived from those (and the
 site URL the records link to, and the form the Accept header chose: JSONP, indentation)
 without looking at the body, and a request that already holds it is answered 304 before
-any query runs. A load gives a new version, and so new
-ETags. Compressed answers carry the ETag with a ``-gzip`` or ``-br`` suffix, as they are
+any query runs. A load gives a new version, and so new ETags. The changes feed's answers
+depend on the history of loads too (``follows_history``): their ETags also follow a
+digest of it. Compressed answers carry the ETag with a ``-gzip`` or ``-br`` suffix, as they are
 different bytes; either form matches.
 """
 
@@ -23,18 +24,29 @@ from .rendering import representation_key, under_adhoc_prefix, under_api_prefix
 ENCODING_SUFFIXES = ("-gzip", "-br")
 
 
+def follows_history(view):
+    """Mark ``view`` as answering from the history of loads as well as the records: its
+    ETags follow the history too (two files of one version may hold other histories)."""
+    view.follows_history = True
+    return view
+
+
+def _follows_history():
+    view = current_app.view_functions.get(request.endpoint)
+    return getattr(view, "follows_history", False)
+
+
 def _tag():
     catalogue = get_catalogue()
-    digest = hashlib.sha256(
-        "\0".join(
-            (
-                catalogue.version,
-                request.url,
-                current_app.config["SITE_URL"],
-                representation_key(),
-            )
-        ).encode()
-    ).hexdigest()[:32]
+    validators = [
+        catalogue.version,
+        request.url,
+        current_app.config["SITE_URL"],
+        representation_key(),
+    ]
+    if _follows_history():
+        validators.append(catalogue.history or "")
+    digest = hashlib.sha256("\0".join(validators).encode()).hexdigest()[:32]
     return f'"{digest}"'
 
 

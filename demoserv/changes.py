@@ -2,9 +2,10 @@
 read from the history that each load stores (``catalogue/history.py``): the net change
 of each record over the loads after that version, paged and linked as every list.
 
-Each answer groups the stored rows of the loads asked for by record (the table's key
-order), so its cost is bounded by the history's size, never by the catalogue's; no
-request compares catalogues. Not a resource, so not in the API root."""
+Each answer reads rows built at load (``catalogue/feed.py``): a few lookups and the
+range of the page's records, so its cost is bounded by the page size, never by the
+history's or the catalogue's; no request compares catalogues or groups the history. Not
+a resource, so not in the API root."""
 
 import re
 
@@ -15,6 +16,7 @@ from sqlalchemy import and_, func, select
 from . import pagination, tables
 from .addresses import api_url
 from .api_error import APIError
+from .caching import follows_history
 from .db import get_connection
 from .links import request_style
 from .parameters import PAGE, RENDERING
@@ -37,22 +39,28 @@ PARAMETERS = {
 
 bp = Blueprint("changes", __name__)
 
-changes = tables.catalogue_changes
 loads = tables.catalogue_loads
-first_change = changes.alias("first_change")
-last_change = changes.alias("last_change")
+records = tables.feed_records
+kinds = tables.feed_changes
+later = kinds.alias("later")
+skips = tables.feed_skips
+spans = tables.feed_spans
 
 
 def _invalid(parameter, expected):
     return APIError(400, f'Invalid value for "{parameter}": expected {expected}.')
 
 
-def _start(connection):
-    """The number of the last load the client has seen: the changes after it are asked."""
+def _since(connection):
+    """The number of the last load the client has seen (without ``since``: the load
+    before the last one): the changes after it are asked."""
     since = last_arg("since")
     if not since:
-        last = connection.execute(select(func.max(loads.c.load_number))).scalar()
-        return (last or 1) - 1
+        last = select(func.max(loads.c.load_number)).scalar_subquery()
+        before_last = connection.execute(
+            select(func.max(loads.c.load_number)).where(loads.c.load_number < last)
+        ).scalar()
+        return before_last or 0
     if not VERSION.fullmatch(since):
         raise _invalid("since", "a catalogue version (32 hexadecimal digits, lower case)")
     found = connection.execute(
@@ -62,8 +70,9 @@ def _start(connection):
         # Every parameter is checked first: a page past the first is not one of an
         # empty listing, gone or not.
         pagination.current_page(0, PAGE_SIZE)
+        first = select(func.min(loads.c.load_number)).scalar_subquery()
         oldest = connection.execute(
-            select(loads.c.loaded_at).order_by(loads.c.load_number).limit(1)
+            select(loads.c.loaded_at).where(loads.c.load_number == first)
         ).scalar()
         raise APIError(
             410,
@@ -83,73 +92,79 @@ def _resource():
     return name
 
 
-def net_changes(start, resource=None):
-    """(resource, id, last load number, digest before, digest after) of each record whose
-    detail record differs between load ``start`` and the last: its first change after
-    ``start`` gives its digest before, its last change its digest after."""
-    span = select(
-        changes.c.resource,
-        changes.c.id,
-        func.min(changes.c.load_number).label("first"),
-        func.max(changes.c.load_number).label("last"),
-    ).where(changes.c.load_number > start)
-    if resource is not None:
-        span = span.where(changes.c.resource == resource)
-    span = span.group_by(changes.c.resource, changes.c.id).subquery("span")
-    return (
-        select(
-            span.c.resource,
-            span.c.id,
-            span.c.last,
-            first_change.c.digest_before.label("before"),
-            last_change.c.digest_after.label("after"),
+def _page(connection, since, scope):
+    """(page, rows) of the feed since load ``since`` in ``scope``, as built at load
+    (``catalogue/feed.py``): its count, the number of records left out before the page
+    (one lookup), then the page's records from there, each one's change by its first
+    change after ``since`` (null: left out)."""
+    span = connection.execute(
+        select(spans.c.start, spans.c.count).where(
+            spans.c.since_load == since, spans.c.scope == scope
         )
-        .join_from(span, first_change, _same_change(first_change, span, span.c.first))
-        .join(last_change, _same_change(last_change, span, span.c.last))
-        .where(first_change.c.digest_before.is_distinct_from(last_change.c.digest_after))
-        .subquery("net")
+    ).first()
+    start, count = span or (0, 0)
+    page = pagination.current_page(count, PAGE_SIZE)
+    if not count:
+        return page, []
+    skipped = connection.execute(
+        select(skips.c.skipped)
+        .where(
+            skips.c.since_load == since,
+            skips.c.scope == scope,
+            skips.c.entries_before <= page.start,
+        )
+        .order_by(skips.c.entries_before.desc(), skips.c.skipped.desc())
+        .limit(1)
+    ).scalar()
+    first_after = (
+        select(func.min(later.c.load_number))
+        .where(
+            later.c.resource == records.c.resource,
+            later.c.id == records.c.id,
+            later.c.load_number > since,
+        )
+        .scalar_subquery()
     )
-
-
-def _same_change(alias, span, number):
-    return and_(
-        alias.c.resource == span.c.resource,
-        alias.c.id == span.c.id,
-        alias.c.load_number == number,
+    rows = connection.execute(
+        select(records.c.resource, records.c.id, kinds.c.change, loads.c.version)
+        .add_columns(loads.c.loaded_at)
+        .join_from(
+            records,
+            kinds,
+            and_(
+                kinds.c.resource == records.c.resource,
+                kinds.c.id == records.c.id,
+                kinds.c.load_number == first_after,
+            ),
+        )
+        .join(loads, loads.c.load_number == records.c.last_load)
+        .where(
+            records.c.scope == scope,
+            records.c.position >= start + page.start + (skipped or 0),
+            kinds.c.change.is_not(None),
+        )
+        .order_by(records.c.position)
+        .limit(page.size)
     )
+    return page, rows
 
 
-def _change(before, after):
-    if before is None:
-        return "added"
-    return "removed" if after is None else "changed"
-
-
+@follows_history
 def changes_list():
     connection = get_connection()
     resource = _resource()
-    net = net_changes(_start(connection), resource)
-    count = connection.execute(select(func.count()).select_from(net)).scalar()
-    page = pagination.current_page(count, PAGE_SIZE)
-    rows = connection.execute(
-        select(net.c.resource, net.c.id, net.c.before, net.c.after, loads.c.version)
-        .add_columns(loads.c.loaded_at)
-        .join_from(net, loads, loads.c.load_number == net.c.last)
-        .order_by(net.c.last, net.c.resource, net.c.id)
-        .offset(page.start)
-        .limit(page.size)
-    )
+    page, rows = _page(connection, _since(connection), resource or tables.FEED_ALL)
     style = request_style()
     results = [
         {
             "resource": resource,
             "id": record_id,
-            "change": _change(before, after),
-            "url": None if after is None else api_url(resource, record_id, style=style),
+            "change": change,
+            "url": None if change == "removed" else api_url(resource, record_id, style=style),
             "version": version,
             "loaded_at": loaded_at,
         }
-        for resource, record_id, before, after, version, loaded_at in rows
+        for resource, record_id, change, version, loaded_at in rows
     ]
     return json_response(pagination.envelope_json(page, orjson.dumps(results)))
 

@@ -49,6 +49,7 @@ class Catalogue:
     loaded_at: str
     counts: dict
     features: frozenset = frozenset()
+    history: str | None = None  # a digest of the history of loads (catalogue/feed.py)
     listings: Listings = field(default_factory=Listings)
     # (resource, "list" or "detail") -> the codec of those stored records
     codecs: dict = field(default_factory=dict)
@@ -211,6 +212,7 @@ class Database:
                 info["loaded_at"],
                 counts,
                 frozenset(info["features"]),
+                info["history"],
                 codecs=codecs,
             ),
         )

@@ -71,6 +71,9 @@ catalogue_info = Table(
     Column("schema_version", Text, nullable=False),  # fingerprint.schema_version
     # What optional data the catalogue holds, for the filters that need it (JSON list).
     Column("features", JSON, nullable=False),
+    # A digest of the history of loads (catalogue_loads), written with it: the changes
+    # feed's answers follow it as well as the version (null in a file without a history).
+    Column("history", Text),
 )
 
 # Where the catalogue came from (catalogue/provenance.py), one fact a row: the source
@@ -138,6 +141,53 @@ catalogue_changes = Table(
     Column("load_number", Integer, primary_key=True),
     Column("digest_before", Integer),
     Column("digest_after", Integer),
+    sqlite_with_rowid=False,
+)
+
+# The changes feed's answers, built at load from the history (catalogue/feed.py). A
+# scope is a resource, or FEED_ALL for the feed of every resource.
+FEED_ALL = ""
+# What each change row tells the feed since a load between the record's previous
+# change and this one: added, changed, removed, or null (the record is as served).
+feed_changes = Table(
+    "feed_changes",
+    metadata,
+    Column("resource", Text, primary_key=True),
+    Column("id", Integer, primary_key=True),
+    Column("load_number", Integer, primary_key=True),
+    Column("change", Text),
+    sqlite_with_rowid=False,
+)
+# Each record changed after the oldest load kept, in the feed's order within its scope.
+feed_records = Table(
+    "feed_records",
+    metadata,
+    Column("scope", Text, primary_key=True),
+    Column("position", Integer, primary_key=True),  # 0-based
+    Column("resource", Text, nullable=False),
+    Column("id", Integer, nullable=False),
+    Column("last_load", Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+# Since each load, the records of a scope after it that the feed leaves out (the same
+# as served): the number of entries before each, and how many were left out up to it.
+feed_skips = Table(
+    "feed_skips",
+    metadata,
+    Column("since_load", Integer, primary_key=True),
+    Column("scope", Text, primary_key=True),
+    Column("entries_before", Integer, primary_key=True),
+    Column("skipped", Integer, primary_key=True),
+    sqlite_with_rowid=False,
+)
+# Since each load, where a scope's feed starts in feed_records and how many entries it has.
+feed_spans = Table(
+    "feed_spans",
+    metadata,
+    Column("since_load", Integer, primary_key=True),
+    Column("scope", Text, primary_key=True),
+    Column("start", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
     sqlite_with_rowid=False,
 )
 
@@ -463,6 +513,7 @@ INDEXES = [
     Index("party_invitations_by_production", party_invitations.c.production_id),
     Index("competitions_by_party", competitions.c.party_id, competitions.c.position),
     Index("placings_by_production", placings.c.production_id, placings.c.position),
+    Index("catalogue_loads_by_version", catalogue_loads.c.version, catalogue_loads.c.load_number),
 ]
 # A page in a single key's order reads its records by rank. Where that order scatters the
 # records over their table (unlike id, or a key of few values with ties by id), the rank's

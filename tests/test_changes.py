@@ -6,19 +6,29 @@ the example client kept in step with a real server over three loads."""
 import http.server
 import importlib.util
 import json
+import os
+import random
 import shutil
 import socket
+import sqlite3
 import threading
 import urllib.error
 from pathlib import Path
 
 import pytest
 
+from demoserv import answer_cache
+from demoserv import changes as changes_module
 from demoserv.catalogue import install
+from demoserv.catalogue.feed import build as build_feed
 from demoserv.catalogue.sources import load_catalogue
+from demoserv.db import get_database
+from demoserv.resources import BY_NAME
 
+from .answers_twice import AnsweredTwice
 from .conftest import walk
 from .test_history import ADDED, UNTOUCHED, expected_changes, loads  # noqa: F401 (fixture)
+from .test_query_plans import catch_statements
 from .test_server import Server
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "follow_changes.py"
@@ -287,3 +297,212 @@ def test_the_example_client_notices_gone_and_moved(scripted):
     session.get(base + "/one")
     with pytest.raises(example.Moved):
         session.get(base + "/two")
+
+
+# The feed's answers built at load (catalogue/feed.py), against the history itself.
+
+# What the feed answered before its answers were built at load: the net change of each
+# record, grouped from the stored change rows of the span at request time.
+REFERENCE = """
+WITH span AS (
+  SELECT resource, id, min(load_number) AS first, max(load_number) AS last
+  FROM catalogue_changes WHERE load_number > :since
+  AND (:resource IS NULL OR resource = :resource) GROUP BY resource, id)
+SELECT span.resource, span.id, first_change.digest_before, last_change.digest_after,
+  loads.version, loads.loaded_at
+FROM span
+JOIN catalogue_changes AS first_change ON first_change.resource = span.resource
+  AND first_change.id = span.id AND first_change.load_number = span.first
+JOIN catalogue_changes AS last_change ON last_change.resource = span.resource
+  AND last_change.id = span.id AND last_change.load_number = span.last
+JOIN catalogue_loads AS loads ON loads.load_number = span.last
+WHERE first_change.digest_before IS NOT last_change.digest_after
+ORDER BY span.last, span.resource, span.id
+"""
+
+
+def reference_feed(path, since, resource):
+    """[(resource, id, change, version, loaded_at)] since load ``since``, from the rows."""
+    connection = sqlite3.connect(path)
+    try:
+        rows = connection.execute(REFERENCE, {"since": since, "resource": resource}).fetchall()
+    finally:
+        connection.close()
+    return [
+        (name, record_id, "added" if before is None else "removed" if after is None else "changed",
+         version, loaded_at)
+        for name, record_id, before, after, version, loaded_at in rows
+    ]  # fmt: skip
+
+
+def served_feed(client, query):
+    """[(resource, id, change, version, loaded_at)] of every page the feed answers."""
+    pages = walk(client, f"/api/v1/changes/?{query}", limit=1000)
+    if len(pages) > 1:  # page=last is the page that next leads to
+        assert client.get(f"/api/v1/changes/?{query}&page=last").json == pages[-1]
+    assert {page["count"] for page in pages} == {sum(len(page["results"]) for page in pages)}
+    return [
+        (e["resource"], e["id"], e["change"], e["version"], e["loaded_at"])
+        for page in pages
+        for e in page["results"]
+    ]
+
+
+def history_loads(path):
+    """[(load number, version)] of the history in the file at ``path``."""
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(
+            "SELECT load_number, version FROM catalogue_loads ORDER BY load_number"
+        ).fetchall()
+    finally:
+        connection.close()
+
+
+def assert_feed_is_the_reference(client, path):
+    """Every page of the feed since each load, of all resources and of each, equals the
+    reference; without ``since``, the one since the load before the last."""
+    numbered = history_loads(path)
+    scopes = [None, *sorted(BY_NAME)]
+    for number, version in numbered:
+        for resource in scopes:
+            query = f"since={version}" + (f"&resource={resource}" if resource else "")
+            expected = reference_feed(path, number, resource)
+            assert served_feed(client, query) == expected, (number, resource)
+    last_but_one = numbered[-2][0] if len(numbered) > 1 else 0
+    assert served_feed(client, "") == reference_feed(path, last_but_one, None)
+
+
+def random_history(path, seed, numbers=range(3, 10)):
+    """Replace the history of the catalogue file at ``path`` with a random one of the
+    loads ``numbers`` (the oldest with changes of its own, as once older loads are
+    dropped): records of three resources added, changed, changed back, removed,
+    restored, added then removed; then build the feed's tables again from it."""
+    chance = random.Random(seed)
+    keys = [(name, record_id) for name in ("parties", "productions", "releasers")
+            for record_id in range(1, 16)]  # fmt: skip
+    state = {key: chance.choice([None, 1, 2]) for key in keys}
+    seen = {key: [state[key]] for key in keys}
+    changes = []
+    for number in numbers:
+        for key in chance.sample(keys, 12):
+            before = state[key]
+            after = chance.choice([None, chance.randrange(1, 1000), *seen[key]])
+            if after != before:
+                changes.append((*key, number, before, after))
+                state[key] = after
+                seen[key].append(after)
+    connection = sqlite3.connect(path)
+    with connection:
+        for table in ("catalogue_loads", "catalogue_changes", "record_digests",
+                      "feed_changes", "feed_records", "feed_skips", "feed_spans"):  # fmt: skip
+            connection.execute(f"DELETE FROM {table}")
+        connection.executemany(
+            "INSERT INTO catalogue_loads VALUES (?, ?, ?, '{}')",
+            [(n, f"{n:032x}", f"2026-01-{n:02}T00:00:00Z") for n in numbers],
+        )
+        connection.executemany("INSERT INTO catalogue_changes VALUES (?, ?, ?, ?, ?)", changes)
+        connection.executemany(
+            "INSERT INTO record_digests VALUES (?, ?, ?)",
+            [(*key, digest) for key, digest in state.items() if digest is not None],
+        )
+        build_feed(connection)
+    connection.close()
+    return changes
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_page_of_a_random_history_is_the_net_change(
+    make_app, loaded_database, tmp_path, monkeypatch, seed
+):
+    path = tmp_path / "served.sqlite3"
+    shutil.copyfile(loaded_database, path)
+    changes = random_history(path, seed)
+    # The history holds records left out of some spans: added then removed, changed back.
+    finals = {}
+    for resource, record_id, _, before, after in changes:
+        finals.setdefault((resource, record_id), [before])[1:] = [after]
+    assert any(first == last for first, last in finals.values())
+    connection = sqlite3.connect(path)
+    assert connection.execute("SELECT count(*) FROM feed_skips").fetchone()[0] > 0
+    connection.close()
+    monkeypatch.setattr(changes_module, "PAGE_SIZE", 3)
+    assert_feed_is_the_reference(make_app(path).test_client(), path)
+
+
+def test_every_page_of_the_loads_is_the_net_change(make_app, loads, monkeypatch):  # noqa: F811
+    _, files, _ = loads
+    monkeypatch.setattr(changes_module, "PAGE_SIZE", 40)
+    for path in files[1:]:
+        assert_feed_is_the_reference(make_app(path).test_client(), path)
+
+
+def test_no_feed_answer_scans_or_sorts(client, loads):  # noqa: F811
+    _, _, versions = loads
+    client.get("/api/v1/changes/")  # the catalogue opened
+    engine = get_database(client.application).current().engine
+    stop = catch_statements(engine)
+    try:
+        for since in ["", *(f"since={version}" for version in versions)]:
+            for resource in ("", "&resource=productions", "&resource=bbses"):
+                for page in ("", "&page=2", "&page=last"):
+                    client.get(f"/api/v1/changes/?{since}{resource}{page}")
+        assert client.get("/api/v1/changes/?since=" + "0" * 32).status_code == 410
+    finally:
+        statements = stop()
+    assert len({statement for statement, _ in statements}) >= 5
+    with engine.connect() as connection:
+        for statement, parameters in statements:
+            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            details = [row[-1] for row in plan.all()]
+            assert not any(d.startswith("SCAN") or "TEMP B-TREE" in d for d in details), (
+                statement,
+                details,
+            )
+
+
+def test_the_feed_validators_follow_the_history(make_app, loads, tmp_path, monkeypatch):  # noqa: F811
+    """One version with two histories (the first stage loaded first, and loaded again
+    after the second): the feed's ETags differ, and the kept answers of one file are not
+    the other's; a record's ETag follows the version alone."""
+    folders, files, versions = loads
+    monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])  # kept
+    again = tmp_path / "again.sqlite3"
+    shutil.copyfile(files[1], again)
+    load_catalogue(folders[0], again)
+    assert install._version_and_time(again)[0] == versions[0]
+    target = tmp_path / "served.sqlite3"
+    shutil.copyfile(files[0], target)
+    client = make_app(target).test_client()
+    first = client.get("/api/v1/changes/")
+    record = client.get("/api/v1/productions/108/")
+    assert first.json["count"] == 0
+    os.replace(shutil.copyfile(again, tmp_path / "next.sqlite3"), target)
+    second = client.get("/api/v1/changes/")  # not the answer kept from the other file
+    assert second.headers["X-Catalogue-Version"] == first.headers["X-Catalogue-Version"]
+    assert second.json["count"] > 0
+    tag = first.headers["ETag"]
+    assert second.headers["ETag"] != tag
+    held = client.get("/api/v1/changes/", headers={"If-None-Match": tag})
+    assert held.status_code == 200 and held.json == second.json
+    same = client.get("/api/v1/productions/108/", headers={"If-None-Match": record.headers["ETag"]})
+    assert same.status_code == 304
+
+
+def test_a_file_without_the_feed_is_503_load_again(make_app, loaded_database, tmp_path):
+    """A file built before the feed's tables were (its history kept, as once) is refused,
+    never answered with a 500."""
+    path = tmp_path / "served.sqlite3"
+    shutil.copyfile(loaded_database, path)
+    connection = sqlite3.connect(path)
+    for table in ("feed_changes", "feed_records", "feed_skips", "feed_spans"):
+        connection.execute(f"DROP TABLE {table}")
+    connection.execute("DROP INDEX catalogue_loads_by_version")
+    connection.execute("ALTER TABLE catalogue_info DROP COLUMN history")
+    connection.commit()
+    connection.close()
+    client = make_app(path).test_client()
+    for url in ("/api/v1/changes/", "/api/v1/productions/"):
+        response = client.get(url)
+        assert response.status_code == 503
+        assert response.json["detail"].endswith("load the catalogue again.")

@@ -231,6 +231,39 @@ def test_a_file_without_a_history_starts_one(loads, tmp_path):
     assert changes == []
 
 
+def feed_rows(path):
+    """The feed's tables in the file at ``path`` (catalogue/feed.py), each in key order."""
+    connection = sqlite3.connect(path)
+    try:
+        return {
+            table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
+            for table in ("feed_changes", "feed_records", "feed_skips", "feed_spans")
+        }
+    finally:
+        connection.close()
+
+
+def test_a_load_over_a_file_without_the_feed_carries_its_history(loads, tmp_path):
+    """A served file built before the feed's tables were keeps its history in the next
+    file, whose feed is built from it."""
+    folders, files, _ = loads
+    target = tmp_path / "served.sqlite3"
+    shutil.copyfile(files[2], target)
+    connection = sqlite3.connect(target)
+    for table in ("feed_changes", "feed_records", "feed_skips", "feed_spans"):
+        connection.execute(f"DROP TABLE {table}")
+    connection.execute("ALTER TABLE catalogue_info DROP COLUMN history")
+    connection.commit()
+    connection.close()
+    load_catalogue(folders[3], target)
+    loads_rows, changes = history_rows(target)
+    expected_loads, expected_changes_rows = history_rows(files[3])
+    assert [row[:2] for row in loads_rows] == [row[:2] for row in expected_loads]
+    assert changes == expected_changes_rows
+    assert feed_rows(target) == feed_rows(files[3])
+    assert feed_rows(target)["feed_skips"], "records left out: added then removed, restored"
+
+
 def test_a_built_file_keeps_its_own_history(loads, tmp_path):
     _, files, _ = loads
     target = tmp_path / "served.sqlite3"

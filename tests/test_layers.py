@@ -23,6 +23,7 @@ LOAD_ENTRY_POINTS = [
     "demoserv.catalogue.install",
     "demoserv.catalogue.adhoc",
     "demoserv.catalogue.history",
+    "demoserv.catalogue.feed",
     # The listing arrays are built at load: their builder was the layers' last exception.
     "demoserv.listing_arrays",
 ]

@@ -11,7 +11,8 @@ record whose digest differs, with its digest before and after (null where the re
 absent). The served file's loads and changes of the last ``keep_days`` days are copied
 into the new file first; its last load is always kept, whatever its age.
 
-A load whose records are the served ones adds nothing. The first load, or a load over a
+The changes feed's answers are then built from the history (``feed``). A load whose
+records are the served ones adds nothing to the history. The first load, or a load over a
 file without digests (built by an earlier version), starts the history: its load is
 recorded with no changes, as there is nothing to compare with. A built catalogue file
 (``demoserv load built.sqlite3``) keeps the history it was built with.
@@ -25,7 +26,7 @@ from urllib.parse import quote
 
 import orjson
 
-from . import install
+from . import feed, install
 
 KEEP_DAYS = 90  # the default of the CHANGES_KEPT_DAYS setting
 CHANGES = ("added", "changed", "removed")
@@ -77,14 +78,15 @@ def record(build, target, keep_days=KEEP_DAYS):
             version, loaded_at = connection.execute(
                 "SELECT version, loaded_at FROM main.catalogue_info"
             ).fetchone()
-            if not served:
+            if served:
+                number = _copy_history(connection, cutoff) + 1
+                _compare(connection, number)
+                counts = _counts(connection, number)
+                if counts:
+                    _add_load(connection, number, version, loaded_at, counts)
+            else:
                 _add_load(connection, 1, version, loaded_at, {})
-                return
-            number = _copy_history(connection, cutoff) + 1
-            _compare(connection, number)
-            counts = _counts(connection, number)
-            if counts:
-                _add_load(connection, number, version, loaded_at, counts)
+            feed.build(connection)
     finally:
         connection.close()
 
