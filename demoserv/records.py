@@ -167,12 +167,6 @@ class LinkRecord(RecordSchema):
     url = text()
 
 
-class NamedReleaserRecord(RecordSchema):
-    """A releaser as memberships and BBS staff give it: its name is not checked."""
-
-    id = id_field()
-
-
 class ResultRecord(RecordSchema):
     position = StrictInteger(required=True, allow_none=True)
     ranking = text()

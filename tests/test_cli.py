@@ -2,13 +2,16 @@
 database is, and every mistake an operator or a developer makes told in one line naming
 the cause and the fix, with a non-zero exit and never a traceback."""
 
+import errno
 import json
+import os
 import re
 import socket
 import urllib.request
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from demoserv import serving
 from demoserv.catalogue.sources import load_catalogue
@@ -41,6 +44,33 @@ def test_every_subcommand_has_help_for_users_and_the_database_option():
         assert "flask" not in text.lower(), name
         if name != "version":
             assert "--database PATH" in text, name
+
+
+def test_no_subcommand_shows_the_help():
+    result = CliRunner().invoke(main, [])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout.startswith("Usage: ")
+    assert 'Start with "demoserv serve"' in result.stdout
+
+
+@pytest.mark.parametrize(
+    "number, cause",
+    [
+        (errno.EACCES, "permission denied (ports below 1024 need privileges): choose a port"),
+        (errno.EADDRNOTAVAIL, "no such address on this machine: choose one of its addresses"),
+        (errno.EMFILE, os.strerror(errno.EMFILE)),
+    ],
+)
+def test_a_server_that_cannot_listen_says_why(monkeypatch, number, cause):
+    def cannot_listen(*arguments, **options):
+        raise OSError(number, os.strerror(number))
+
+    monkeypatch.setattr(serving, "serve", cannot_listen)
+    result = CliRunner().invoke(main, ["serve", "--listen=127.0.0.1:0"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"demoserv serve: cannot listen on 127.0.0.1:0: {cause}")
+    assert result.stderr.count("\n") == 1
 
 
 def test_the_flask_commands_are_the_same_commands(app):

@@ -483,6 +483,18 @@ def test_the_progress_bar_shows_bytes_total_rate_and_time_left(capsys):
     assert last.rstrip().endswith(" left") and "/s, " in last
 
 
+def test_the_progress_bar_of_an_export_of_unknown_size_shows_bytes_and_rate(capsys):
+    bar = DownloadBar()
+    bar.EVERY = 0  # each chunk redrawn
+    bar.started(None, 0)  # no Content-Length
+    bar.advanced(1_500)
+    bar.advanced(1_500)
+    bar.finished()
+    lines = capsys.readouterr().out.rstrip("\n").split("\r")[1:]
+    assert [line.split(", ")[0] for line in lines] == ["0 bytes", "1.5 kB", "3.0 kB", "3.0 kB"]
+    assert all(line.rstrip().endswith("/s") and "[" not in line for line in lines)
+
+
 def test_status_says_what_is_served_and_what_rollback_would_serve(
     from_url, from_file, server, tmp_path, make_app
 ):

@@ -30,7 +30,6 @@ from ..shared import connect_read_only
 HEAD = 1 << 16  # bytes of a dump's text searched for its own date
 HASH_CHUNK = 1 << 20
 _STARTED_ON = re.compile(rb"^-- (?:Started|Dumped) on (\d{4}-\d\d-\d\d[ T][^\r\n]*)$", re.M)
-PUBLIC = ("kind", "source", "etag", "last_modified", "size", "sha256", "export_date", "loaded_at")
 
 
 def now():
