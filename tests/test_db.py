@@ -36,14 +36,19 @@ def test_connection_is_per_request(app):
         assert get_connection() is not first
 
 
+def _small_and_big(tmp_path):
+    """Two catalogue folders of 30 and 150 productions, told apart by their counts."""
+    return (
+        catalogue_factory.write(
+            catalogue_factory.build(seed=2, productions=30), tmp_path / "small"
+        ),
+        catalogue_factory.write(catalogue_factory.build(seed=3, productions=150), tmp_path / "big"),
+    )
+
+
 def test_a_load_is_served_without_restart(make_app, tmp_path):
     database = tmp_path / "served.sqlite3"
-    small = catalogue_factory.write(
-        catalogue_factory.build(seed=2, productions=30), tmp_path / "small"
-    )
-    big = catalogue_factory.write(
-        catalogue_factory.build(seed=3, productions=150), tmp_path / "big"
-    )
+    small, big = _small_and_big(tmp_path)
     load_catalogue(small, database)
     client = make_app(database).test_client()
     assert client.get("/api/v1/productions/").json["count"] == 30
@@ -58,12 +63,7 @@ def test_a_connection_is_of_the_file_its_catalogue_was_read_from(make_app, tmp_p
     # the old file a moment before, would read the new file's rows under the old file's
     # version and dictionaries. It is refused, and the request takes the new file whole.
     database = tmp_path / "served.sqlite3"
-    small = catalogue_factory.write(
-        catalogue_factory.build(seed=2, productions=30), tmp_path / "small"
-    )
-    big = catalogue_factory.write(
-        catalogue_factory.build(seed=3, productions=150), tmp_path / "big"
-    )
+    small, big = _small_and_big(tmp_path)
     load_catalogue(small, database)
     app = make_app(database)
     old = get_database(app).current()
