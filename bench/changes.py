@@ -291,6 +291,31 @@ history.record(sys.argv[1], sys.argv[2])
 """ % (FEED_TABLES,)
 
 
+def alternate_loads(args, after, with_history, without_history):
+    """Load ``after`` --runs times each way, alternating: over a copy of ``with_history``
+    with the history's work, over a copy of ``without_history`` without it. Returns the
+    runs and their summary (median time, peak RSS, the ratios)."""
+    results = {"with": [], "without": []}
+    for _ in range(args.runs):
+        for name, served in (("without", without_history), ("with", with_history)):
+            target = args.work / f"{name}.sqlite3"
+            for leftover in args.work.glob(f"{name}.sqlite3*"):
+                leftover.unlink()
+            shutil.copyfile(served, target)
+            run = load(after, target, name == "with")
+            print(f"{name} the history: {run['seconds']:.1f} s, {run['peak_rss_mb']:.0f} MB")
+            results[name].append(run)
+    summary = {}
+    for name, runs in results.items():
+        summary[name] = {
+            "seconds": statistics.median(run["seconds"] for run in runs),
+            "peak_rss_mb": max(run["peak_rss_mb"] for run in runs),
+        }
+    summary["time ratio"] = summary["with"]["seconds"] / summary["without"]["seconds"]
+    summary["memory ratio"] = summary["with"]["peak_rss_mb"] / summary["without"]["peak_rss_mb"]
+    return results, summary
+
+
 def history_main(args):
     """--history: a load's cost with --days of history, its steps, the feed's answers."""
     args.work.mkdir(parents=True, exist_ok=True)
@@ -309,24 +334,7 @@ def history_main(args):
             env,
         )
         print(f"history of {int(run['output']):,} changes written in {run['seconds']:.0f} s")
-    results = {"with": [], "without": []}
-    for _ in range(args.runs):
-        for name in ("without", "with"):
-            target = args.work / f"{name}.sqlite3"
-            for leftover in args.work.glob(f"{name}.sqlite3*"):
-                leftover.unlink()
-            shutil.copyfile(served if name == "with" else args.history, target)
-            run = load(after, target, name == "with")
-            print(f"{name} the history: {run['seconds']:.1f} s, {run['peak_rss_mb']:.0f} MB")
-            results[name].append(run)
-    summary = {}
-    for name, runs in results.items():
-        summary[name] = {
-            "seconds": statistics.median(run["seconds"] for run in runs),
-            "peak_rss_mb": max(run["peak_rss_mb"] for run in runs),
-        }
-    summary["time ratio"] = summary["with"]["seconds"] / summary["without"]["seconds"]
-    summary["memory ratio"] = summary["with"]["peak_rss_mb"] / summary["without"]["peak_rss_mb"]
+    results, summary = alternate_loads(args, after, served, args.history)
     loaded = args.work / "with.sqlite3"
     copy = args.work / "steps.sqlite3"
     shutil.copyfile(loaded, copy)
@@ -422,24 +430,7 @@ def main():
     served = args.work / "before.sqlite3"
     if not served.exists():
         print("day before:", load(before, served, True)["output"])
-    results = {"with": [], "without": []}
-    for _ in range(args.runs):
-        for name in ("without", "with"):
-            target = args.work / f"{name}.sqlite3"
-            for leftover in args.work.glob(f"{name}.sqlite3*"):
-                leftover.unlink()
-            shutil.copyfile(served, target)
-            run = load(after, target, name == "with")
-            print(f"{name} the history: {run['seconds']:.1f} s, {run['peak_rss_mb']:.0f} MB")
-            results[name].append(run)
-    summary = {}
-    for name, runs in results.items():
-        summary[name] = {
-            "seconds": statistics.median(run["seconds"] for run in runs),
-            "peak_rss_mb": max(run["peak_rss_mb"] for run in runs),
-        }
-    summary["time ratio"] = summary["with"]["seconds"] / summary["without"]["seconds"]
-    summary["memory ratio"] = summary["with"]["peak_rss_mb"] / summary["without"]["peak_rss_mb"]
+    results, summary = alternate_loads(args, after, served, served)
     summary["feed"] = feed_timings(args.work / "with.sqlite3")
     summary["history bytes"] = _history_bytes(args.work / "with.sqlite3")
     print(json.dumps(summary, indent=2))
