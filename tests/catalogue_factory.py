@@ -90,14 +90,15 @@ def _partial_date(rng, year_low=1985, year_high=2024):
     return f"{year}-{month:02d}-{rng.randint(1, 28):02d}"
 
 
-def _name(rng, index):
-    return f"{rng.choice(NAME_PARTS)}{rng.choice(['', ' ', '-'])}{index % 7}"
+def _name(rng, index, part=None):
+    return f"{part or rng.choice(NAME_PARTS)}{rng.choice(['', ' ', '-'])}{index % 7}"
 
 
 def build(
-    seed=1, productions=260, parties=230, party_series=120, bbses=130, releasers=150, platforms=120
+    seed=1, productions=28, parties=25, party_series=13, bbses=14, releasers=40, platforms=13
 ):
-    """A catalogue as {resource: [file record, ...]}."""
+    """A catalogue as {resource: [file record, ...]}. The default sizes span two or three
+    pages at the suite's small page sizes (``conftest.SMALL_PAGE_SIZES``)."""
     rng = random.Random(seed)
     cat = {}
 
@@ -129,6 +130,10 @@ def build(
         online = rng.random() < 0.15
         start = _partial_date(rng)
         located = not online and rng.random() < 0.8
+        country = rng.choice(["FI", "DE", "SE", "NO", "PL", "HU"]) if located else ""
+        if n < 3:  # whatever the seed: in Finland before 2000, in Germany since, online
+            online, located, country = n == 2, n < 2, ["FI", "DE", ""][n]
+            start = _partial_date(rng, *[(1985, 1999), (2000, 2024), (1995, 2020)][n])
         cat["parties"].append(
             {
                 "id": i,
@@ -140,7 +145,7 @@ def build(
                 if located
                 else "",
                 "is_online": online,
-                "country_code": rng.choice(["FI", "DE", "SE", "NO", "PL", "HU"]) if located else "",
+                "country_code": country,
                 "latitude": round(rng.uniform(-80, 80), 4) if located else None,
                 "longitude": round(rng.uniform(-170, 170), 4) if located else None,
                 "website": rng.choice(["", "https://example.org/"]),
@@ -153,7 +158,9 @@ def build(
         cat["bbses"].append(
             {
                 "id": i,
-                "name": _name(rng, n // 2),  # names repeat, as they do upstream
+                # Names repeat, as they do upstream; the first start with punctuation,
+                # a digit and a letter, whatever the seed.
+                "name": _name(rng, n // 2, [".dot", "2nd", "Alpha"][n] if n < 3 else None),
                 "location": rng.choice(["Oslo, Norway", "Finland", "Texas, USA"])
                 if located
                 else "",
@@ -171,7 +178,8 @@ def build(
     shared_dates = ["1995", "1995-01-01", "1995-01", "2001-07-14"]
     cat["productions"] = []
     for n, i in enumerate(ids(productions, 3)):
-        supertype = rng.choice(["production", "production", "music", "graphics"])
+        # Half are productions, so that a supertype filter spans pages.
+        supertype = ["production", "music", "production", "graphics"][n % 4]
 
         def nick(rid=None):
             # Releasers 900000+ exist only as nested summaries.
@@ -189,7 +197,9 @@ def build(
             }
 
         date_roll = rng.random()
-        if date_roll < 0.15:
+        if n < len(shared_dates):  # every form of one day, at shuffled ids
+            release_date = shared_dates[n]
+        elif n == len(shared_dates) or date_roll < 0.15:
             release_date = None
         elif date_roll < 0.35:
             release_date = rng.choice(shared_dates)
@@ -199,7 +209,9 @@ def build(
         cat["productions"].append(
             {
                 "id": i,
-                "title": f"{rng.choice(TITLE_PARTS)}{rng.choice(['', ' 2', ' II', ''])}",
+                "title": "The End"  # the title the filter tests look for, whatever the seed
+                if n == 0
+                else f"{rng.choice(TITLE_PARTS)}{rng.choice(['', ' 2', ' II', ''])}",
                 "author_nicks": [nick() for _ in range(rng.randint(0, 3))],
                 "author_affiliation_nicks": [nick() for _ in range(rng.randint(0, 2))],
                 "release_date": release_date,
@@ -215,7 +227,9 @@ def build(
                 "types": [
                     {"id": t, "name": TYPE_NAMES[t], "supertype": supertype} for t in type_ids
                 ],
-                "tags": rng.sample(
+                "tags": ["demo", "c64"]  # the tags the filter tests look for
+                if n == 0
+                else rng.sample(
                     ["demo", "c64", "4k", "shader-showdown", "classic"], rng.randint(0, 3)
                 ),
             }
@@ -262,7 +276,10 @@ def _enrich(cat, rng):
         group["member_of"] = [{"group": parent["id"], "is_current": True}]
     released = set()
     competition_id = 1
-    for n, party in enumerate(cat["parties"][:80]):
+    # A third of the parties have releases, invitations and competitions; productions
+    # released at the others are linked from the production's side only.
+    with_releases = max(1, len(cat["parties"]) // 3)
+    for n, party in enumerate(cat["parties"][:with_releases]):
         chosen = rng.sample(productions, 4)
         party["releases"] = [p["id"] for p in chosen[:2]]
         released.update(party["releases"])
@@ -320,7 +337,7 @@ def _enrich(cat, rng):
         production["created_at"] = _timestamp(rng)
         production["updated_at"] = _timestamp(rng)
         if production["id"] not in released and rng.random() < 0.1:
-            production["release_parties"] = [rng.choice(party_ids[80:])]
+            production["release_parties"] = [rng.choice(party_ids[with_releases:])]
     for n, bbs in enumerate(cat["bbses"]):
         bbs["country_code"] = rng.choice(["", "NO", "US"])
         bbs["bbstros"] = [p["id"] for p in rng.sample(productions, rng.randint(0, 1))]

@@ -6,6 +6,7 @@ import pytest
 
 from demoserv import answer_cache, create_app
 from demoserv.catalogue.sources import load_catalogue
+from demoserv.resources import BY_NAME
 
 from . import catalogue_factory
 from .answers_twice import AnsweredTwice
@@ -16,6 +17,32 @@ pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs client project
 SITE_URL = "https://site.example"
 # The test catalogue's random seed; any seed gives a catalogue the suite must pass on.
 SEED = int(os.environ.get("DEMOSERV_TEST_SEED", "1"))
+# The page sizes in-process apps serve in the suite: small, so that a small catalogue
+# spans pages, and each its own, so that a mix-up of resources shows. The contract's
+# sizes are checked with ``real_page_sizes``.
+SMALL_PAGE_SIZES = {
+    "party_series": 7,
+    "bbses": 8,
+    "parties": 9,
+    "productions": 10,
+    "releasers": 11,
+    "production_types": 5,
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def small_page_sizes():
+    with pytest.MonkeyPatch.context() as patch:
+        for name, size in SMALL_PAGE_SIZES.items():
+            patch.setattr(BY_NAME[name], "page_size", size)
+        yield
+
+
+@pytest.fixture
+def real_page_sizes(monkeypatch):
+    """The page sizes the resources declare, as the contract and the upstream have them."""
+    for resource in BY_NAME.values():
+        monkeypatch.setattr(resource, "page_size", type(resource).page_size)
 
 
 @pytest.fixture(scope="session", autouse=True)

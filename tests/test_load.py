@@ -470,7 +470,7 @@ def test_absent_files_mean_no_records(tmp_path):
     assert counts(tmp_path / "db.sqlite3") == {name: given.get(name, 0) for name in BY_NAME}
 
 
-def test_cli_load_and_export(app, tmp_path, catalogue_dir):
+def test_cli_load_and_export(app, tmp_path, catalogue, catalogue_dir):
     database = tmp_path / "cli.sqlite3"
     app.config["DATABASE"] = str(database)
     from demoserv import db
@@ -483,10 +483,11 @@ def test_cli_load_and_export(app, tmp_path, catalogue_dir):
     assert result.exit_code == 0, result.output
     # Not a terminal: one summary line.
     assert result.output.count("\n") == 1 and result.output.startswith("Loaded ")
-    assert "260 productions" in result.output
+    productions = len(catalogue["productions"])
+    assert f"{productions} productions" in result.output
     result = runner.invoke(args=["export", str(tmp_path / "exported")])
-    assert result.exit_code == 0 and "260 productions" in result.output
-    assert (tmp_path / "exported" / "productions.jsonl").read_bytes().count(b"\n") == 260
+    assert result.exit_code == 0 and f"{productions} productions" in result.output
+    assert (tmp_path / "exported" / "productions.jsonl").read_bytes().count(b"\n") == productions
 
     bad = tmp_path / "bad"
     shutil.copytree(catalogue_dir, bad)
@@ -494,10 +495,11 @@ def test_cli_load_and_export(app, tmp_path, catalogue_dir):
         out.write('{"id": "7"}\n')
     result = runner.invoke(args=["load", str(bad)])
     assert result.exit_code == 1
-    assert result.output.strip() == "bbses.jsonl:131: id: Not a valid integer."
+    line = len(catalogue["bbses"]) + 1
+    assert result.output.strip() == f"bbses.jsonl:{line}: id: Not a valid integer."
 
 
-def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
+def test_progress_bar_on_a_terminal(tmp_path, catalogue, catalogue_dir):
     """``flask load`` with its output on a pseudo-terminal draws a bar per file."""
     import os
     import sys
@@ -508,7 +510,8 @@ def test_progress_bar_on_a_terminal(tmp_path, catalogue_dir):
     )
     assert status == 0, output
     text = output.decode()
-    assert "productions.jsonl" in text and "260 records, " in text and "/s" in text
+    records = f"{len(catalogue['productions'])} records, "
+    assert "productions.jsonl" in text and records in text and "/s" in text
     assert "100%" in text
     assert text.rstrip().splitlines()[-1].startswith("Loaded ")
 

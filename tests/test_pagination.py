@@ -10,11 +10,11 @@ from demoserv.resources import BY_NAME
 from . import oracle
 from .conftest import walk
 
-# The paged resources whose test catalogue spans pages (production types fit one).
-PAGED = ["party_series", "bbses", "parties", "productions", "releasers"]
+# The paged resources: the test catalogue spans pages of each at the suite's sizes.
+PAGED = ["party_series", "bbses", "parties", "productions", "releasers", "production_types"]
 
 
-def test_the_resources_page_sizes():
+def test_the_resources_page_sizes(real_page_sizes):
     """As the contract has them: 100 records a page; platforms in one page."""
     assert {name: resource.page_size for name, resource in BY_NAME.items()} == {
         **dict.fromkeys(BY_NAME, 100),

@@ -69,7 +69,8 @@ def test_a_suffix_on_a_detail_and_a_sub_resource(client):
     assert detail.status_code == 200
     assert detail.json["url"] == f"{API}productions/{first}.json"
     assert detail.json == _suffixed(client.get(f"/api/v1/productions/{first}/").json, ".json")
-    releaser = listing[0]["author_nicks"][0]["releaser"]["id"]
+    credited = next(record for record in listing if record["author_nicks"])
+    releaser = credited["author_nicks"][0]["releaser"]["id"]
     for sub in ("productions", "member_productions"):
         plain = client.get(f"/api/v1/releasers/{releaser}/{sub}/").json
         suffixed = client.get(f"/api/v1/releasers/{releaser}/{sub}.api")

@@ -112,7 +112,7 @@ def test_import_counts(imported):
     }
 
 
-def test_every_upstream_answer(golden, upstream_client):
+def test_every_upstream_answer(golden, upstream_client, real_page_sizes):
     index = json.loads((golden / "index.json").read_text())
     meta = json.loads((golden / "meta.json").read_text())
     compared = {"equal": 0, "ties": 0, "duplicates": 0, "errors": 0}
@@ -197,7 +197,9 @@ def _suffixed_path(request, suffix):
     return path + suffix + (f"?{query}" if query else "")
 
 
-def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(golden, upstream_client):
+def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(
+    golden, upstream_client, real_page_sizes
+):
     """The upstream's answers of every kind whose order is fixed (details, pages by id,
     filtered pages, ``fields=``), asked with a format suffix, as JSONP and indented: the
     same records, with the addresses and wrapping UPSTREAM.md records."""
