@@ -2,6 +2,7 @@
 loader's entry points import nothing of Flask or werkzeug, and the serving modules
 import none of the loader's building code."""
 
+import json
 import subprocess
 import sys
 
@@ -58,26 +59,60 @@ BUILDING = [
 ]
 
 
-def imported_after(module, prefixes):
-    """The modules starting with one of ``prefixes`` that importing ``module`` in a
-    fresh interpreter leaves in ``sys.modules``."""
-    code = (
-        f"import sys, {module}\n"
-        f"prefixes = {tuple(prefixes)!r}\n"
-        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in prefixes "
-        "or m in prefixes)))"
-    )
+# Run in a fresh interpreter: the libraries both layers use are imported once, then each
+# module is imported in a forked child of its own, which prints what it left behind.
+PROBE = """
+import json, os, sys
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # no BLAS threads to lose in a fork
+import marshmallow, numpy, orjson, sqlalchemy
+checks = json.loads(sys.argv[1])
+for module, prefixes in checks:
+    pid = os.fork()
+    if pid == 0:
+        __import__(module)
+        found = sorted(m for m in sys.modules if m.split(".")[0] in prefixes or m in prefixes)
+        print(json.dumps([module, found]), flush=True)
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0, module
+"""
+CHECKS = [(module, ["flask", "werkzeug"]) for module in LOAD_ENTRY_POINTS] + [
+    (module, BUILDING) for module in SERVING_MODULES
+]
+
+
+@pytest.fixture(scope="module")
+def imported_after():
+    """{module: the modules of its check's prefixes that importing it leaves in
+    ``sys.modules``}, each module imported in a fresh process."""
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROBE, json.dumps(CHECKS)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    return result.stdout.split()
+    found = dict(json.loads(line) for line in result.stdout.splitlines())
+    assert sorted(found) == sorted(module for module, _ in CHECKS)
+    return found
+
+
+def test_the_probe_sees_an_import():
+    """The probe reports a prefix that the module does import (it would pass any check
+    if it saw nothing)."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps([["demoserv.factory", ["flask"]]])],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    module, found = json.loads(result.stdout)
+    assert module == "demoserv.factory" and "flask" in found
 
 
 @pytest.mark.parametrize("module", LOAD_ENTRY_POINTS)
-def test_the_loader_imports_nothing_of_flask(module):
-    assert imported_after(module, ["flask", "werkzeug"]) == []
+def test_the_loader_imports_nothing_of_flask(imported_after, module):
+    assert imported_after[module] == []
 
 
 @pytest.mark.parametrize("module", SERVING_MODULES)
-def test_the_serving_modules_import_no_building_code(module):
-    assert imported_after(module, BUILDING) == []
+def test_the_serving_modules_import_no_building_code(imported_after, module):
+    assert imported_after[module] == []
