@@ -1,9 +1,14 @@
-"""Every request the suite sends in-process is answered twice: cold, with nothing kept,
-and then, if that answer was kept, warm, from what was kept. Status, every header and
-the body must be the same byte for byte, and the warm answer must not be built again.
-``conftest.py`` puts this in place of ``answer_cache.KeptAnswers`` for the session."""
+"""Every request the suite sends in-process is answered twice: cold, built as if nothing
+were kept, and then, if that answer was kept, warm, from what was kept. Status, every
+header and the body must be the same byte for byte, and the warm answer must not be
+built again. ``conftest.py`` puts this in place of ``answer_cache.KeptAnswers`` for the
+session. Requests on other threads keep answers meanwhile: each thread counts its own
+builds, and no request empties what another kept."""
 
-from demoserv.answer_cache import KeptAnswers, read_whole
+import threading
+
+from demoserv.answer_cache import KeptAnswers, read_whole, request_key
+from demoserv.db import CatalogueUnavailable
 
 
 def _answer(app, environ):
@@ -21,20 +26,33 @@ class AnsweredTwice(KeptAnswers):
     def __init__(self, app, cache, database):
         super().__init__(self._build, cache, database)
         self._app = app
-        self.built = 0
+        self._thread = threading.local()
 
     def _build(self, environ, start_response):
-        self.built += 1
+        self._thread.built += 1
         return self._app(environ, start_response)
+
+    def _cold(self, environ, start_response):
+        """The answer built whatever is kept, and kept where ``KeptAnswers`` keeps it."""
+        key = request_key(environ)
+        try:
+            catalogue = None if key is None else self.database.current()
+        except CatalogueUnavailable:
+            catalogue = None
+        if catalogue is None:
+            return self._build(environ, start_response)
+        self._thread.kept_as = (key, catalogue)
+        self.cache.find(key, catalogue)  # a lookup: the cache follows a switch of files
+        return self._built(key, environ, start_response)
 
     def __call__(self, environ, start_response):
         warm_environ = dict(environ)  # before the app adds to it
-        self.cache.clear()
-        cold = _answer(super().__call__, environ)
-        if len(self.cache):
-            built = self.built
+        thread = self._thread
+        thread.built, thread.kept_as = 0, None
+        cold = _answer(self._cold, environ)
+        if thread.kept_as is not None and self.cache.find(*thread.kept_as) is not None:
             warm = _answer(super().__call__, warm_environ)
-            assert self.built == built, "a kept answer was built again"
+            assert thread.built == 1, "a kept answer was built again"
             assert warm == cold, (environ["PATH_INFO"], environ["QUERY_STRING"], cold, warm)
         status, headers, data = cold
         start_response(status, headers)

@@ -6,7 +6,9 @@ import sqlite3
 import threading
 import time
 
-from demoserv import create_app
+import pytest
+
+from demoserv import answer_cache, create_app
 from demoserv.answer_cache import PROTECTED_SHARE, Answer, AnswerCache
 from demoserv.catalogue.install import rollback
 from demoserv.catalogue.sources import load_catalogue
@@ -44,9 +46,21 @@ def test_every_kind_of_answer_is_kept(app, client):
         ("GET", "/api/v1/docs/", {}),
     ]
     for method, path, headers in requests:
+        kept.clear()
         response = client.open(path, method=method, headers=headers)
         assert response.status_code in (200, 304), (path, headers)
         assert len(kept) == 1, (method, path, headers)
+
+
+def test_the_suites_check_fails_a_kept_answer_unlike_the_built_one(client, monkeypatch):
+    """answers_twice compares the kept answer with the one built, byte for byte."""
+    monkeypatch.setattr(
+        answer_cache,
+        "Answer",
+        lambda key, status, headers, body: Answer(key, status, headers, body + b" "),
+    )
+    with pytest.raises(AssertionError, match="productions"):
+        client.get(PAGE)
 
 
 def test_what_is_not_fully_determined_is_not_kept(app, client):
