@@ -73,22 +73,18 @@ def loaded_database(catalogue_dir, tmp_path_factory):
     return path
 
 
+def suite_app(database, **config):
+    """An app serving ``database`` as the suite's apps do: no seed built, and a test
+    client that checks every answer against the OpenAPI document."""
+    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **config})
+    app.test_client_class = ValidatingClient
+    return app
+
+
 @pytest.fixture
-def make_app(tmp_path):
+def make_app():
     def make(database, **config):
-        app = create_app(
-            {
-                "TESTING": True,
-                "DATABASE": str(database),
-                "SITE_URL": SITE_URL,
-                "SEED_DIR": "",
-                **config,
-            }
-        )
-        app.test_client_class = (
-            ValidatingClient  # every answer is checked against the OpenAPI document
-        )
-        return app
+        return suite_app(database, **{"SITE_URL": SITE_URL, **config})
 
     return make
 

@@ -18,7 +18,7 @@ from demoserv.catalogue.adhoc_values import download_address, literal, parameter
 from demoserv.catalogue.reporting import CatalogueError
 from demoserv.catalogue.sources import load_catalogue
 
-from .conftest import SITE_URL
+from .conftest import SITE_URL, suite_app
 
 UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
 SAMPLE = UPSTREAM / "demozoo-export-sample.sql.gz"
@@ -44,12 +44,9 @@ def upstream(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sample_client(tmp_path_factory):
-    from demoserv import create_app
-
     database = tmp_path_factory.mktemp("adhoc-imported") / "catalogue.sqlite3"
     load_catalogue(SAMPLE, database)
-    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": ""})
-    return app.test_client()
+    return suite_app(database).test_client()
 
 
 def _request(client, key):
@@ -234,8 +231,6 @@ RELEASERS = [
 
 @pytest.fixture(scope="module")
 def small_client(tmp_path_factory):
-    from demoserv import create_app
-
     folder = tmp_path_factory.mktemp("small")
     for name, records in (("productions", SMALL), ("releasers", RELEASERS)):
         (folder / f"{name}.jsonl").write_text(
@@ -243,10 +238,7 @@ def small_client(tmp_path_factory):
         )
     database = folder / "catalogue.sqlite3"
     load_catalogue(folder, database)
-    app = create_app(
-        {"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", "SITE_URL": SITE_URL}
-    )
-    return app.test_client()
+    return suite_app(database, SITE_URL=SITE_URL).test_client()
 
 
 def _rows(response):
@@ -295,12 +287,10 @@ def test_eq_dates_by_precision_and_the_id_map_from_files(small_client):
 
 
 def test_the_seed_answers_from_what_its_records_hold(make_app, tmp_path):
-    from demoserv import create_app
-
     seed = Path(__file__).resolve().parent.parent / "seed"
     database = tmp_path / "seed.sqlite3"
     load_catalogue(seed, database)
-    client = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": ""}).test_client()
+    client = suite_app(database).test_client()
     pouet = client.get("/api/adhoc/pouet/prod-demozoo-ids-by-pouet-id/").get_json(force=True)
     links = [
         link["url"]
@@ -407,8 +397,6 @@ def _set_field(text, table, row_start, column, value):
 
 
 def test_unparsed_bylines_and_differentiators_from_an_export(tmp_path):
-    from demoserv import create_app
-
     text = _set_field(
         _sample_text(), "productions_production", "4634\t", "unparsed_byline", "Crew & Friends"
     )
@@ -417,7 +405,7 @@ def test_unparsed_bylines_and_differentiators_from_an_export(tmp_path):
     dump.write_bytes(gzip.compress(text.encode()))
     database = tmp_path / "catalogue.sqlite3"
     load_catalogue(dump, database)
-    client = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": ""}).test_client()
+    client = suite_app(database).test_client()
     klubi = _rows(client.get("/api/adhoc/klubi/demoshow-prods/?month=2004-10"))
     # The upstream shows a byline it could not parse in place of the nicks.
     assert [row[2] for row in klubi if "/4634/" in row[0]] == ["b'Crew & Friends'"]

@@ -5,6 +5,7 @@ import os
 from demoserv import DEFAULTS, build_from_seed, create_app
 
 from . import catalogue_factory
+from .conftest import suite_app
 
 
 def test_defaults(monkeypatch, tmp_path):
@@ -91,12 +92,10 @@ def test_a_server_builds_the_database_from_the_seed_once(tmp_path):
 
 def test_trusted_proxies(tmp_path, loaded_database):
     headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example"}
-    trusting = create_app(
-        {"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": "", "TRUSTED_PROXIES": 1}
-    )
+    trusting = suite_app(loaded_database, TRUSTED_PROXIES=1)
     body = trusting.test_client().get("/api/v1/", headers=headers).json
     assert body["platforms"] == "https://api.example/api/v1/platforms/"
-    plain = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})
+    plain = suite_app(loaded_database)
     body = plain.test_client().get("/api/v1/", headers=headers).json
     assert body["platforms"] == "http://localhost/api/v1/platforms/"
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import create_app
 from demoserv.catalogue import fetch, install, provenance
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.progress import DownloadBar
 
+from .conftest import suite_app
 from .terminal import run_on_a_terminal
 
 SAMPLE = Path(__file__).parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
@@ -187,9 +187,7 @@ def from_url(tmp_path_factory, server):
 
 
 def run(database, *arguments, **config):
-    app = create_app(
-        {"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **FETCH_CONFIG, **config}
-    )
+    app = suite_app(database, **{**FETCH_CONFIG, **config})
     return app.test_cli_runner().invoke(args=["load", *arguments])
 
 

@@ -14,9 +14,9 @@ import demoserv.factory
 from demoserv import SWITCH_INTERVAL, create_app, pipeline, serving_app
 from demoserv.catalogue.sources import load_catalogue
 
+from .conftest import suite_app
 
-def _make(database, **config):
-    return create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **config})
+_make = suite_app
 
 
 def access_log(make, caplog):

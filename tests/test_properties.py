@@ -14,12 +14,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from demoserv import create_app
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.resources import BY_NAME
 
 from . import oracle
-from .openapi_check import ValidatingClient
+from .conftest import suite_app
 
 # Few values, so that ties (equal names, titles, dates) are the rule, not the exception.
 NAMES = st.sampled_from(["Alpha", "alpha", "BETA", "beta", ".dot", "2nd", "Élan", "", " x", "Zulu"])
@@ -152,9 +151,7 @@ def test_paging_properties(catalogue):
             with (folder / "files" / f"{resource}.jsonl").open("w", encoding="utf-8") as out:
                 out.writelines(json.dumps(r) + "\n" for r in records)
         load_catalogue(folder / "files", folder / "db.sqlite3")
-        app = create_app({"TESTING": True, "DATABASE": str(folder / "db.sqlite3"), "SEED_DIR": ""})
-        app.test_client_class = ValidatingClient
-        client = app.test_client()
+        client = suite_app(folder / "db.sqlite3").test_client()
         for resource, keys in oracle.KEYS.items():
             everything = oracle.all_records(catalogue, resource)
             for key in keys:

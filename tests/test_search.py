@@ -13,7 +13,7 @@ from demoserv import listing_arrays, listing_index
 from demoserv.db import get_database
 
 from . import oracle
-from .conftest import walk
+from .conftest import suite_app, walk
 
 SEARCHED = {
     "productions": "title",
@@ -54,12 +54,8 @@ def nicks(loaded_database, make_app_module):
 
 @pytest.fixture(scope="module")
 def make_app_module():
-    from demoserv import create_app
-
     def make(database):
-        return create_app(
-            {"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", "SITE_URL": "x"}
-        )
+        return suite_app(database, SITE_URL="x")
 
     return make
 

@@ -11,7 +11,7 @@ from demoserv.catalogue.sources import load_catalogue
 from demoserv.resources import BY_NAME
 
 from . import oracle
-from .conftest import walk
+from .conftest import suite_app, walk
 
 SEED = Path(__file__).resolve().parent.parent / "seed"
 # The upstream's classes of links that are always download links.
@@ -53,12 +53,9 @@ def seed():
 
 @pytest.fixture(scope="module")
 def seed_client(tmp_path_factory):
-    from demoserv import create_app
-
     database = tmp_path_factory.mktemp("seed") / "seed.sqlite3"
     load_catalogue(SEED, database)
-    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": ""})
-    return app.test_client()
+    return suite_app(database).test_client()
 
 
 def test_every_file_is_present(seed):

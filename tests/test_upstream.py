@@ -17,6 +17,8 @@ from demoserv.catalogue.reporting import CatalogueError
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.shared import sortable_title
 
+from .conftest import suite_app
+
 # The upstream's sample export and its API's answers for it (tests/data/upstream/README.md).
 UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
 SAMPLE = UPSTREAM / "demozoo-export-sample.sql.gz"
@@ -52,17 +54,7 @@ def imported(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def upstream_client(imported):
-    from demoserv import create_app
-
-    app = create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(imported[0]),
-            "SEED_DIR": "",
-            "SERVICE_URL_FIELD": "demozoo_url",
-        }
-    )
-    return app.test_client()
+    return suite_app(imported[0], SERVICE_URL_FIELD="demozoo_url").test_client()
 
 
 def _ties_sorted(items, key, tie_break):

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import __version__, create_app
+from demoserv import __version__
 from demoserv.openapi import build
 
+from .conftest import suite_app
 from .installed import run_installed
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
@@ -35,7 +36,7 @@ def test_the_installed_commands_say_the_version(command):
 
 
 def test_flask_version_command(loaded_database):
-    app = create_app({"TESTING": True, "DATABASE": str(loaded_database), "SEED_DIR": ""})
+    app = suite_app(loaded_database)
     result = app.test_cli_runner().invoke(args=["version"])
     assert result.exit_code == 0
     assert result.output == f"demoserv {__version__}\n"
