@@ -95,7 +95,12 @@ def name_key(name):
     return group + name.lower()
 
 
+def read_only_uri(path):
+    """The URI that opens the catalogue file at ``path`` to read only: files are never
+    changed once built, so SQLite may skip locking and change checks (immutable)."""
+    return f"file:{quote(str(path))}?mode=ro&immutable=1"
+
+
 def connect_read_only(path, **options):
-    """A sqlite3 connection that can only read the catalogue file at ``path``: files are
-    never changed once built, so SQLite may skip locking and change checks (immutable)."""
-    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro&immutable=1", uri=True, **options)
+    """A sqlite3 connection that can only read the catalogue file at ``path``."""
+    return sqlite3.connect(read_only_uri(path), uri=True, **options)

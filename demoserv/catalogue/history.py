@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import orjson
 
+from ..shared import read_only_uri
 from . import feed, install
 
 KEEP_DAYS = 90  # the default of the CHANGES_KEPT_DAYS setting
@@ -72,8 +73,7 @@ def record(build, target, keep_days=KEEP_DAYS):
         with connection:
             served = Path(target).exists()
             if served:
-                uri = f"file:{quote(str(target))}?mode=ro&immutable=1"
-                connection.execute("ATTACH DATABASE ? AS served", (uri,))
+                connection.execute("ATTACH DATABASE ? AS served", (read_only_uri(target),))
                 served = _has_history(connection)
             version, loaded_at = connection.execute(
                 "SELECT version, loaded_at FROM main.catalogue_info"
