@@ -1,5 +1,6 @@
 """Fixtures: one small deterministic catalogue, loaded once, and an app serving it."""
 
+import contextlib
 import os
 
 import pytest
@@ -19,7 +20,8 @@ SITE_URL = "https://site.example"
 SEED = int(os.environ.get("DEMOSERV_TEST_SEED", "1"))
 # The page sizes in-process apps serve in the suite: small, so that a small catalogue
 # spans pages, and each its own, so that a mix-up of resources shows. The contract's
-# sizes are checked with ``real_page_sizes``.
+# sizes, as the resources declare them, are served under ``real_page_sizes``.
+DECLARED_PAGE_SIZES = {name: resource.page_size for name, resource in BY_NAME.items()}
 SMALL_PAGE_SIZES = {
     "party_series": 7,
     "bbses": 8,
@@ -30,19 +32,26 @@ SMALL_PAGE_SIZES = {
 }
 
 
-@pytest.fixture(scope="session", autouse=True)
-def small_page_sizes():
+@contextlib.contextmanager
+def page_sizes(sizes):
+    """In-process apps serve pages of ``sizes`` ({resource: records a page}) meanwhile."""
     with pytest.MonkeyPatch.context() as patch:
-        for name, size in SMALL_PAGE_SIZES.items():
+        for name, size in sizes.items():
             patch.setattr(BY_NAME[name], "page_size", size)
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def small_page_sizes():
+    with page_sizes(SMALL_PAGE_SIZES):
+        yield
+
+
 @pytest.fixture
-def real_page_sizes(monkeypatch):
+def real_page_sizes():
     """The page sizes the resources declare, as the contract and the upstream have them."""
-    for resource in BY_NAME.values():
-        monkeypatch.setattr(resource, "page_size", type(resource).page_size)
+    with page_sizes(DECLARED_PAGE_SIZES):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

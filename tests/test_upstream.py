@@ -17,7 +17,7 @@ from demoserv.catalogue.reporting import CatalogueError
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.shared import sortable_title
 
-from .conftest import suite_app
+from .conftest import DECLARED_PAGE_SIZES, page_sizes, suite_app
 
 # The upstream's sample export and its API's answers for it (tests/data/upstream/README.md).
 UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
@@ -43,6 +43,14 @@ def golden(tmp_path_factory):
     with tarfile.open(ANSWERS) as archive:
         archive.extractall(folder, filter="data")
     return folder / "golden-shared"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def upstream_page_sizes():
+    """The upstream's answers hold pages of the contract's sizes: every test here, and
+    the answers the module's app keeps, are served at those."""
+    with page_sizes(DECLARED_PAGE_SIZES):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +112,7 @@ def test_import_counts(imported):
     }
 
 
-def test_every_upstream_answer(golden, upstream_client, real_page_sizes):
+def test_every_upstream_answer(golden, upstream_client):
     index = json.loads((golden / "index.json").read_text())
     meta = json.loads((golden / "meta.json").read_text())
     compared = {"equal": 0, "ties": 0, "duplicates": 0, "errors": 0}
@@ -189,9 +197,7 @@ def _suffixed_path(request, suffix):
     return path + suffix + (f"?{query}" if query else "")
 
 
-def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(
-    golden, upstream_client, real_page_sizes
-):
+def test_upstream_answers_on_suffixed_paths_jsonp_and_indented(golden, upstream_client):
     """The upstream's answers of every kind whose order is fixed (details, pages by id,
     filtered pages, ``fields=``), asked with a format suffix, as JSONP and indented: the
     same records, with the addresses and wrapping UPSTREAM.md records."""
