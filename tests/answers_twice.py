@@ -1,14 +1,13 @@
-"""Every request the suite sends in-process is answered twice: cold, built as if nothing
-were kept, and then, if that answer was kept, warm, from what was kept. Status, every
-header and the body must be the same byte for byte, and the warm answer must not be
-built again. ``conftest.py`` puts this in place of ``answer_cache.KeptAnswers`` for the
-session. Requests on other threads keep answers meanwhile: each thread counts its own
-builds, and no request empties what another kept."""
+"""Every request the suite sends in-process is answered twice by ``KeptAnswers`` itself:
+cold, as if nothing were kept, and then, if that answer was kept, warm, from what was
+kept. Status, every header and the body must be the same byte for byte, and the warm
+answer must not be built again. ``conftest.py`` puts this in place of
+``answer_cache.KeptAnswers`` for the session. Requests on other threads keep answers
+meanwhile: each request counts its own builds, and none empties what another kept."""
 
 import threading
 
-from demoserv.answer_cache import KeptAnswers, read_whole, request_key
-from demoserv.db import CatalogueUnavailable
+from demoserv.answer_cache import KeptAnswers, read_whole
 
 
 def _answer(app, environ):
@@ -22,6 +21,23 @@ def _answer(app, environ):
     return (*started[-1], data)
 
 
+class _Missing:
+    """The shared cache as one request's cold answer sees it: every lookup a miss, though
+    it still counts (so that a switch of files empties the cache); what is built is kept,
+    and where (``kept_as``) noted."""
+
+    def __init__(self, cache):
+        self.cache, self.kept_as = cache, None
+
+    def find(self, key, catalogue):
+        self.cache.find(key, catalogue)
+        return None
+
+    def keep(self, key, answer, catalogue):
+        self.kept_as = (key, catalogue)
+        self.cache.keep(key, answer, catalogue)
+
+
 class AnsweredTwice(KeptAnswers):
     def __init__(self, app, cache, database):
         super().__init__(self._build, cache, database)
@@ -32,27 +48,14 @@ class AnsweredTwice(KeptAnswers):
         self._thread.built += 1
         return self._app(environ, start_response)
 
-    def _cold(self, environ, start_response):
-        """The answer built whatever is kept, and kept where ``KeptAnswers`` keeps it."""
-        key = request_key(environ)
-        try:
-            catalogue = None if key is None else self.database.current()
-        except CatalogueUnavailable:
-            catalogue = None
-        if catalogue is None:
-            return self._build(environ, start_response)
-        self._thread.kept_as = (key, catalogue)
-        self.cache.find(key, catalogue)  # a lookup: the cache follows a switch of files
-        return self._built(key, environ, start_response)
-
     def __call__(self, environ, start_response):
         warm_environ = dict(environ)  # before the app adds to it
-        thread = self._thread
-        thread.built, thread.kept_as = 0, None
-        cold = _answer(self._cold, environ)
-        if thread.kept_as is not None and self.cache.find(*thread.kept_as) is not None:
+        self._thread.built = 0
+        missing = _Missing(self.cache)
+        cold = _answer(KeptAnswers(self._build, missing, self.database), environ)
+        if missing.kept_as is not None and self.cache.find(*missing.kept_as) is not None:
             warm = _answer(super().__call__, warm_environ)
-            assert thread.built == 1, "a kept answer was built again"
+            assert self._thread.built == 1, "a kept answer was built again"
             assert warm == cold, (environ["PATH_INFO"], environ["QUERY_STRING"], cold, warm)
         status, headers, data = cold
         start_response(status, headers)

@@ -90,15 +90,24 @@ def _partial_date(rng, year_low=1985, year_high=2024):
     return f"{year}-{month:02d}-{rng.randint(1, 28):02d}"
 
 
-def _name(rng, index, part=None):
-    return f"{part or rng.choice(NAME_PARTS)}{rng.choice(['', ' ', '-'])}{index % 7}"
+# The first records of every named resource start so, whatever the seed: with
+# punctuation, a digit and a letter (name order), and with the accented letters the
+# search tests look for.
+PLACED_NAME_PARTS = [".dot", "2nd", "Alpha", "Élan", "ÑANDÚ", "Øresund"]
+
+
+def _name(rng, n, index=None):
+    """The name of a resource's ``n``th record, ending in ``index`` (``n``) modulo 7."""
+    part = PLACED_NAME_PARTS[n] if n < len(PLACED_NAME_PARTS) else rng.choice(NAME_PARTS)
+    return f"{part}{rng.choice(['', ' ', '-'])}{(n if index is None else index) % 7}"
 
 
 def build(
-    seed=1, productions=28, parties=25, party_series=13, bbses=14, releasers=40, platforms=13
+    seed=1, productions=28, parties=25, party_series=13, bbses=14, releasers=40, platforms=120
 ):
     """A catalogue as {resource: [file record, ...]}. The default sizes span two or three
-    pages at the suite's small page sizes (``conftest.SMALL_PAGE_SIZES``)."""
+    pages at the suite's small page sizes (``conftest.SMALL_PAGE_SIZES``); platforms,
+    served in one page whatever their number, are more than a page of the default size."""
     rng = random.Random(seed)
     cat = {}
 
@@ -154,20 +163,22 @@ def build(
         )
     cat["bbses"] = []
     for n, i in enumerate(ids(bbses, 4)):
-        located = rng.random() < 0.7
+        located = n != 0 and rng.random() < 0.7  # the first has no known location
         cat["bbses"].append(
             {
                 "id": i,
-                # Names repeat, as they do upstream; the first start with punctuation,
-                # a digit and a letter, whatever the seed.
-                "name": _name(rng, n // 2, [".dot", "2nd", "Alpha"][n] if n < 3 else None),
+                "name": _name(rng, n, n // 2),  # names repeat, as they do upstream
                 "location": rng.choice(["Oslo, Norway", "Finland", "Texas, USA"])
                 if located
                 else "",
                 "latitude": round(rng.uniform(-80, 80), 5) if located else None,
                 "longitude": round(rng.uniform(-170, 170), 5) if located else None,
-                "tags": rng.sample(
-                    ["world-hq", "euro-hq", "member-board", "distro"], rng.randint(0, 2)
+                "tags": (
+                    ["distro", "world-hq"]  # the pair the tag tests look for
+                    if n == 1
+                    else rng.sample(
+                        ["world-hq", "euro-hq", "member-board", "distro"], rng.randint(0, 2)
+                    )
                 )
                 + ([] if located else ["unknown-location"]),
             }
@@ -201,6 +212,8 @@ def build(
             release_date = shared_dates[n]
         elif n == len(shared_dates) or date_roll < 0.15:
             release_date = None
+        elif n == len(shared_dates) + 1:  # one before all of them
+            release_date = _partial_date(rng, 1985, 1994)
         elif date_roll < 0.35:
             release_date = rng.choice(shared_dates)
         else:
