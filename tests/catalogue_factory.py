@@ -126,7 +126,8 @@ def build(
         if i not in (29, 36)
     ]
     cat["releasers"] = [
-        {"id": i, "name": _name(rng, n), "is_group": rng.random() < 0.4}
+        # About 40% groups, one in three at least: subgroups pair twelve of them.
+        {"id": i, "name": _name(rng, n), "is_group": n % 3 == 0 or rng.random() < 0.1}
         for n, i in enumerate(ids(releasers, 5))
     ]
     cat["party_series"] = [
@@ -210,10 +211,10 @@ def build(
         date_roll = rng.random()
         if n < len(shared_dates):  # every form of one day, at shuffled ids
             release_date = shared_dates[n]
-        elif n == len(shared_dates) or date_roll < 0.15:
-            release_date = None
         elif n == len(shared_dates) + 1:  # one before all of them
             release_date = _partial_date(rng, 1985, 1994)
+        elif n == len(shared_dates) or date_roll < 0.15:
+            release_date = None
         elif date_roll < 0.35:
             release_date = rng.choice(shared_dates)
         else:

@@ -183,19 +183,20 @@ def test_a_file_that_is_not_gzip_or_not_a_dump(tmp_path):
 
 
 def test_an_unreachable_upstream_shows_each_retry_and_the_wait(tmp_path):
+    # Bound and held, so that no other process takes the port, but not listening:
+    # connections are refused.
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]  # nothing listens there: connections are refused
-    url = f"http://127.0.0.1:{port}/export.sql.gz"
-    result = run_installed(
-        "demoserv",
-        "load",
-        "--database=db.sqlite3",
-        url,
-        cwd=tmp_path,
-        DEMOSERV_FETCH_RETRIES="2",
-        DEMOSERV_FETCH_BACKOFF="0.1",
-    )
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/export.sql.gz"
+        result = run_installed(
+            "demoserv",
+            "load",
+            "--database=db.sqlite3",
+            url,
+            cwd=tmp_path,
+            DEMOSERV_FETCH_RETRIES="2",
+            DEMOSERV_FETCH_BACKOFF="0.1",
+        )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 3, lines

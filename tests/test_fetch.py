@@ -455,14 +455,14 @@ def test_the_download_file_of_a_killed_load_is_removed_by_the_next(from_url, ser
 
 
 def test_an_unreachable_server(from_file, tmp_path):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()  # nothing listens there now
     target = served_copy(tmp_path, from_file)
     before = fingerprint(target)
-    url = f"http://127.0.0.1:{port}/export.sql.gz"
-    result = run(target, url, FETCH_RETRIES=0)
+    # Bound and held, so that no other process takes the port, but not listening:
+    # connections are refused.
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}/export.sql.gz"
+        result = run(target, url, FETCH_RETRIES=0)
     line = (
         f"{url}: connection failed (Failed to establish a new connection: [Errno 111] "
         "Connection refused) (gave up after 1 attempt)"
