@@ -80,32 +80,29 @@ CHECKS = [(module, ["flask", "werkzeug"]) for module in LOAD_ENTRY_POINTS] + [
 ]
 
 
-@pytest.fixture(scope="module")
-def imported_after():
-    """{module: the modules of its check's prefixes that importing it leaves in
-    ``sys.modules``}, each module imported in a fresh process."""
+def probe(checks):
+    """{module: the modules of its prefixes that importing it leaves in ``sys.modules``}
+    for each (module, prefixes) of ``checks``, each module imported in a fresh process."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(CHECKS)],
+        [sys.executable, "-c", PROBE, json.dumps(checks)],
         capture_output=True,
         text=True,
         check=True,
     )
     found = dict(json.loads(line) for line in result.stdout.splitlines())
-    assert sorted(found) == sorted(module for module, _ in CHECKS)
+    assert sorted(found) == sorted(module for module, _ in checks)
     return found
+
+
+@pytest.fixture(scope="module")
+def imported_after():
+    return probe(CHECKS)
 
 
 def test_the_probe_sees_an_import():
     """The probe reports a prefix that the module does import (it would pass any check
     if it saw nothing)."""
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps([["demoserv.factory", ["flask"]]])],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    module, found = json.loads(result.stdout)
-    assert module == "demoserv.factory" and "flask" in found
+    assert "flask" in probe([("demoserv.factory", ["flask"])])["demoserv.factory"]
 
 
 @pytest.mark.parametrize("module", LOAD_ENTRY_POINTS)
