@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import socket
 
 import pytest
 
@@ -108,6 +109,15 @@ def kept_app(make_app, loaded_database, monkeypatch):
     """An app that keeps answers as served, across requests (not answered twice)."""
     monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])
     return make_app(loaded_database)
+
+
+@contextlib.contextmanager
+def refusing_url(path="/"):
+    """``http://127.0.0.1:PORT<path>`` at a port bound and held, so that no other process
+    (another test worker) takes it, but not listening: connections are refused."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{bound.getsockname()[1]}{path}"
 
 
 def walk(client, url, limit=100):

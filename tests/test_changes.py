@@ -9,7 +9,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import sqlite3
 import threading
 import urllib.error
@@ -26,7 +25,7 @@ from demoserv.db import get_database
 from demoserv.resources import BY_NAME
 
 from .answers_twice import AnsweredTwice
-from .conftest import walk
+from .conftest import refusing_url, walk
 from .test_history import ADDED, UNTOUCHED, expected_changes, loads  # noqa: F401 (fixture)
 from .test_query_plans import catch_statements
 from .test_server import Server
@@ -277,13 +276,8 @@ def test_the_example_client_gives_up_on_a_silent_server(scripted):
 
 def test_the_example_client_gives_up_without_a_server(scripted):
     _, example, _ = scripted
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))  # a port that nothing listens on
-    try:
-        with pytest.raises(urllib.error.URLError):
-            example.Session().get(f"http://127.0.0.1:{closed.getsockname()[1]}/")
-    finally:
-        closed.close()
+    with refusing_url() as url, pytest.raises(urllib.error.URLError):
+        example.Session().get(url)
 
 
 def test_the_example_client_notices_gone_and_moved(scripted):

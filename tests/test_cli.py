@@ -18,6 +18,7 @@ from demoserv.catalogue.sources import load_catalogue
 from demoserv.cli import COMMANDS, main
 from demoserv.settings import SETTINGS
 
+from .conftest import refusing_url
 from .installed import run_installed, start_installed
 from .test_serving import wait_for
 
@@ -183,11 +184,7 @@ def test_a_file_that_is_not_gzip_or_not_a_dump(tmp_path):
 
 
 def test_an_unreachable_upstream_shows_each_retry_and_the_wait(tmp_path):
-    # Bound and held, so that no other process takes the port, but not listening:
-    # connections are refused.
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{closed.getsockname()[1]}/export.sql.gz"
+    with refusing_url("/export.sql.gz") as url:
         result = run_installed(
             "demoserv",
             "load",

@@ -25,7 +25,7 @@ from demoserv.catalogue import fetch, install, provenance
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.progress import DownloadBar
 
-from .conftest import suite_app
+from .conftest import refusing_url, suite_app
 from .terminal import run_on_a_terminal
 
 SAMPLE = Path(__file__).parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
@@ -457,11 +457,7 @@ def test_the_download_file_of_a_killed_load_is_removed_by_the_next(from_url, ser
 def test_an_unreachable_server(from_file, tmp_path):
     target = served_copy(tmp_path, from_file)
     before = fingerprint(target)
-    # Bound and held, so that no other process takes the port, but not listening:
-    # connections are refused.
-    with socket.socket() as bound:
-        bound.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{bound.getsockname()[1]}/export.sql.gz"
+    with refusing_url("/export.sql.gz") as url:
         result = run(target, url, FETCH_RETRIES=0)
     line = (
         f"{url}: connection failed (Failed to establish a new connection: [Errno 111] "
