@@ -286,7 +286,7 @@ def test_eq_dates_by_precision_and_the_id_map_from_files(small_client):
     assert response.data == b'[{"pouet_id": 42, "demozoo_id": 1}]'
 
 
-def test_the_seed_answers_from_what_its_records_hold(make_app, tmp_path):
+def test_the_seed_answers_from_what_its_records_hold(tmp_path):
     seed = Path(__file__).resolve().parent.parent / "seed"
     database = tmp_path / "seed.sqlite3"
     load_catalogue(seed, database)
