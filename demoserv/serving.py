@@ -19,7 +19,20 @@ locks others out is running out of slots: waitress stops accepting at
   ambiguous (RFC 9112 section 6.1): both ``Content-Length`` and ``Transfer-Encoding``,
   or ``Transfer-Encoding`` in HTTP/1.0. waitress would read such a request as chunked
   and keep the connection open, so that bytes after the chunked body were read as a
-  second request (request smuggling behind a proxy that reads the length otherwise).
+  second request (request smuggling behind a proxy that reads the length otherwise);
+- refuses a request body before reading it (``request_limits.body_refusal``: the API
+  takes none), and reads at most ``MAX_BODY`` bytes of a chunked one;
+- reads a connection's pipelined requests one at a time: the next is parsed only once
+  the answer to the one before has been sent whole. waitress would queue every request
+  of a read at once and serve them on one worker, which then waits, for as long as the
+  connection stays open, for a client that never reads to take its answers; so 16
+  such clients held all 16 workers. Now such a client costs one answer, and its
+  connection is closed as idle after ``channel_timeout`` seconds;
+- keeps the connection open after an answer without a body (a 304): waitress closes
+  an HTTP/1.1 connection after any answer without ``Content-Length``;
+- answers its own errors (a malformed request, headers over waitress's limit) in the
+  service's one error shape, ``{"detail": "..."}`` as JSON with ``nosniff`` and CORS
+  headers, in place of waitress's plain text.
 """
 
 import logging
@@ -33,7 +46,11 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.parser import HEADER_FIELD_RE, HTTPRequestParser, get_header_lines
 from waitress.server import BaseWSGIServer, create_server
-from waitress.utilities import BadRequest
+from waitress.task import ErrorTask, WSGITask
+from waitress.utilities import Error
+
+from .api_error import DETAILS
+from .request_limits import MAX_BODY, body_refusal
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +62,7 @@ DEFAULTS = {
     "cleanup_interval": 2,
     "backlog": 1024,
     "asyncore_use_poll": True,
+    "max_request_body_size": MAX_BODY + 1,  # waitress refuses this many bytes or more
 }
 REQUEST_TIMEOUT = 10  # seconds from a request's first byte to its last
 SPARE_FILES = 64  # descriptors besides connections: the database, logs, the listener
@@ -55,24 +73,91 @@ AMBIGUOUS_LENGTH = (
 )
 
 
-class AmbiguousLength(BadRequest):
-    """A 400 in the service's own error shape, sent by waitress before the
-    application sees the request; waitress closes the connection after it."""
+# The headers of every error waitress answers itself, as the app's errors carry them.
+ERROR_HEADERS = [
+    ("Content-Type", "application/json"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Access-Control-Allow-Origin", "*"),
+]
 
-    def to_response(self, ident=None):
-        body = orjson.dumps({"detail": self.body})
-        headers = [("Content-Type", "application/json"), ("X-Content-Type-Options", "nosniff")]
-        return f"{self.code} {self.reason}", headers, body
+
+class Refusal(Error):
+    """An error answered by the server before the application sees the request, with
+    ``body`` as its whole ``detail``; waitress closes the connection after it."""
+
+    def __init__(self, code, detail):
+        super().__init__(detail)
+        self.code = code
+
+
+def error_answer(error):
+    """Status line, headers and body of any waitress ``error`` in the one error shape:
+    the service's wording for its status, then what waitress found (``body``)."""
+    if isinstance(error, Refusal):
+        detail = error.body
+    else:
+        detail = DETAILS.get(error.code, f"{error.reason}.")
+        if error.body:
+            detail = f"{detail[:-1]}: {error.body}."
+    return f"{error.code} {error.reason}", list(ERROR_HEADERS), orjson.dumps({"detail": detail})
+
+
+class JSONErrorTask(ErrorTask):
+    """waitress's error answer (closing the connection), in the service's error shape."""
+
+    def execute(self):
+        self.status, headers, body = error_answer(self.request.error)
+        self.response_headers.extend(headers)
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class Task(WSGITask):
+    """waitress's task, which keeps an HTTP/1.1 connection open after an answer without
+    a body (1xx, 204, 304): waitress closes it after any answer without
+    ``Content-Length``, which such an answer must not carry (RFC 9110 section 8.6), so
+    that every revalidation cost a new connection and a request pipelined behind a 304
+    was never answered."""
+
+    building_headers = False
+
+    def build_response_header(self):
+        self.building_headers = True
+        try:
+            return super().build_response_header()
+        finally:
+            self.building_headers = False
+
+    def set_close_on_finish(self):
+        if (
+            self.building_headers
+            and not self.has_body
+            and self.version == "1.1"
+            and self.request.headers.get("CONNECTION", "").lower() != "close"
+        ):
+            return  # its end is known without a length: the connection stays usable
+        super().set_close_on_finish()
 
 
 class RequestParser(HTTPRequestParser):
-    """waitress's parser, which notes when a request began and refuses a request whose
-    length is ambiguous: its body is not read, and the error answer closes the
-    connection, so nothing after the headers is ever read as a request."""
+    """waitress's parser, which notes when a request began, refuses a request whose
+    length is ambiguous or that carries a body (neither is read, and the error answer
+    closes the connection, so nothing after the headers is ever read as a request), and
+    keeps the bytes that follow a whole request for the channel (``following``)."""
+
+    following = b""  # bytes received after this request: the next requests' beginning
 
     def __init__(self, adj):
         super().__init__(adj)
         self.started = time.monotonic()
+
+    def received(self, data):
+        consumed = super().received(data)
+        if self.completed and not self.empty and consumed < len(data):
+            self.following = data[consumed:]
+            return len(data)  # the channel reads them once this request is answered
+        return consumed
 
     def parse_header(self, header_plus):
         super().parse_header(header_plus)
@@ -82,7 +167,11 @@ class RequestParser(HTTPRequestParser):
             if match:
                 names.add(match.group("name").lower())
         if b"transfer-encoding" in names and (b"content-length" in names or self.version == "1.0"):
-            self.refuse(AmbiguousLength(AMBIGUOUS_LENGTH))
+            self.refuse(Refusal(400, AMBIGUOUS_LENGTH))
+            return
+        refusal = body_refusal(self.command, self.content_length, self.chunked)
+        if refusal is not None:
+            self.refuse(Refusal(*refusal))
 
     def refuse(self, error):
         self.close()  # the body buffer, if any
@@ -95,14 +184,31 @@ class RequestParser(HTTPRequestParser):
 
 
 class Channel(HTTPChannel):
-    """waitress's connection, which closes itself when a request has not arrived whole
-    within ``request_timeout`` seconds of its first byte."""
+    """waitress's connection, which reads its requests one at a time (``unread`` holds
+    what followed the request being answered until that answer is sent), and closes
+    itself when a request has not arrived whole within ``request_timeout`` seconds of
+    its first byte."""
 
     parser_class = RequestParser
+    task_class = Task
+    error_task_class = JSONErrorTask
     request_timeout = REQUEST_TIMEOUT
+    unread = b""
+
+    def received(self, data):
+        result = super().received(data)
+        if self.requests and self.requests[-1].following:
+            self.unread += self.requests[-1].following
+            self.requests[-1].following = b""
+        return result
 
     def readable(self):
-        # Called by the loop for every connection at least once a loop timeout (1 s).
+        # Called by the loop for every connection at least once a loop timeout (1 s),
+        # and again as soon as a write has been handled.
+        if self.unread and super().readable():
+            # The answers before have been sent whole: the next request may be read.
+            data, self.unread = self.unread, b""
+            self.received(data)
         request = self.request
         if (
             request is not None

@@ -6,6 +6,7 @@ import json
 import logging
 
 import pytest
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from demoserv.catalogue.sources import load_catalogue
 
@@ -115,6 +116,31 @@ def test_usable_host_headers(client, host):
     assert response.json["platforms"] == f"http://{host}/api/v1/platforms/"
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD", "OPTIONS"])
+def test_a_body_where_the_method_takes_none_is_a_400(client, method):
+    response = client.open("/api/v1/productions/", method=method, data=b"x")
+    assert response.status_code == 400
+    if method != "HEAD":
+        assert method in response.json["detail"]
+
+
+def test_a_long_body_is_a_413_a_short_one_the_methods_405(client):
+    assert client.post("/api/v1/productions/", data=b"x" * 8193).status_code == 413
+    assert client.post("/api/v1/productions/", data=b"x" * 100).status_code == 405
+
+
+@pytest.mark.parametrize("protocol, status", [("HTTP/1.1", 400), ("HTTP/1.0", 200)])
+def test_http_1_1_without_host_is_a_400(app, protocol, status):
+    """HTTP/1.0 needs no Host: the server's name stands in."""
+    environ = EnvironBuilder("/api/v1/").get_environ()
+    del environ["HTTP_HOST"]
+    environ["SERVER_PROTOCOL"] = protocol
+    body, got, _ = run_wsgi_app(app, environ, buffered=True)
+    assert int(got.split()[0]) == status
+    if status == 400:
+        assert "Host" in json.loads(b"".join(body))["detail"]
+
+
 def test_trusted_hosts(make_app, loaded_database):
     client = make_app(loaded_database, TRUSTED_HOSTS=["api.example.org"]).test_client()
     assert client.get("/api/v1/", headers={"Host": "api.example.org"}).status_code == 200
@@ -178,8 +204,11 @@ def test_hostile_requests_over_http(tmp_path, catalogue_dir):
             (("GET", "/api/v1/"), {"Host": "example.com:abc"}, 400),
             (("BREW", "/api/v1/productions/"), {"Host": "localhost"}, 405),
             (("GET", "/api/v1/productions/%2e%2e/"), {"Host": "localhost"}, 404),
+            (("GET", "/api/v1/"), {}, 400),  # HTTP/1.1 without Host
+            (("GET", "/api/v1/"), {"Host": "localhost", "Content-Length": "0"}, 200),
         ]
         for request_line, headers, status in cases:
             got, content_type, body = raw_request(server.base, request_line, headers)
             assert (got, content_type) == (status, "application/json"), (request_line, body[:200])
-            assert list(json.loads(body)) == ["detail"]
+            if status != 200:
+                assert list(json.loads(body)) == ["detail"]

@@ -112,15 +112,181 @@ def test_a_request_of_ambiguous_length_is_refused_and_the_connection_closed(serv
 
 
 def test_a_chunked_request_alone_is_answered_and_the_connection_kept(server):
+    """Its body is read to its end (a POST may carry a small one: it is then a 405),
+    and what follows is the next request."""
     with server.connect() as connection:
         connection.sendall(
-            b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"0\r\n\r\n" + SMUGGLED + b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
+            b"POST /api/v1/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n\r\n" + SMUGGLED + b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
             b"Connection: close\r\n\r\n"
         )
         answers = responses(read_until_closed(connection))
-    assert [status for status, _, _ in answers] == [200, 200, 200]
+    assert [status for status, _, _ in answers] == [405, 200, 200]
     assert json.loads(answers[1][2])["results"]  # the platforms
+
+
+BODIES = [
+    # (request head, body sent after it, status, what the detail says)
+    ("GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n", b"hello", 400, "GET"),
+    ("HEAD /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n", b"x", 400, "HEAD"),
+    ("GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n", b"", 400, "GET"),
+    (
+        "POST /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 300000000\r\n",
+        b"x" * 65536,
+        413,
+        "too large",
+    ),
+    (
+        "POST /api/v1/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n",
+        b"10000\r\n" + b"x" * 65536,
+        413,
+        "too large",
+    ),
+]
+
+
+@pytest.mark.parametrize("head, body, status, detail", BODIES)
+def test_request_bodies_are_refused_before_they_are_read(server, head, body, status, detail):
+    """A 300 MB body is refused from its headers: its bytes are never read (the
+    connection closes after the answer, so they are not taken for a request either)."""
+    with server.connect() as connection:
+        connection.sendall(head.encode() + b"\r\n")
+        try:
+            connection.sendall(body + SMUGGLED)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed already: nothing of the body was wanted
+        answers = responses(read_until_closed(connection))
+    assert len(answers) == 1, answers
+    got, headers, text = answers[0]
+    assert got == status
+    assert headers["content-type"] == "application/json"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert detail in json.loads(text)["detail"]
+
+
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        # waitress's own refusals, answered in the service's error shape
+        (
+            b"GET /api/v1/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            400,
+        ),
+        (b"GET /api/v1/ HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", 400),
+        (b"G(T /api/v1/ HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET /api/v1/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+        (b"GET /api/v1/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"y" * 300_000 + b"\r\n\r\n", 431),
+    ],
+)
+def test_the_servers_own_errors_are_in_the_one_error_shape(server, request_bytes, status):
+    with server.connect() as connection:
+        connection.sendall(request_bytes)
+        answers = responses(read_until_closed(connection))
+    got, headers, body = answers[0]
+    assert got == status
+    assert headers["content-type"] == "application/json"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["access-control-allow-origin"] == "*"
+    detail = json.loads(body)["detail"]
+    assert detail and "waitress" not in detail
+
+
+def test_http_1_1_without_host_is_a_400(server):
+    with server.connect() as connection:
+        connection.sendall(b"GET /api/v1/ HTTP/1.1\r\nConnection: close\r\n\r\n")
+        ((status, headers, body),) = responses(read_until_closed(connection))
+    assert status == 400 and "Host" in json.loads(body)["detail"]
+    assert "waitress.invalid" not in body.decode()
+
+
+def test_a_304_keeps_the_connection_and_answers_what_follows(server):
+    with server.connect() as connection:
+        connection.sendall(
+            b"GET /api/v1/platforms/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        ((_, headers, _),) = responses(read_until_closed(connection))
+    revalidation = (
+        f"GET /api/v1/platforms/ HTTP/1.1\r\nHost: localhost\r\n"
+        f"If-None-Match: {headers['etag']}\r\n\r\n"
+    ).encode()
+    with server.connect() as connection:
+        connection.sendall(
+            revalidation
+            + revalidation
+            + SMUGGLED.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+        )
+        answers = responses(read_until_closed(connection))
+    assert [status for status, _, _ in answers] == [304, 304, 200]
+    assert "connection" not in answers[0][1]
+
+
+def test_pipelined_requests_are_all_answered_in_order(server):
+    names = ["platforms", "productions", "parties", "releasers", "bbses", "party_series"] * 3
+    paths = [f"/api/v1/{name}/" for name in names]
+    requests = b"".join(
+        f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode() for path in paths
+    )
+    with server.connect() as connection:
+        connection.sendall(
+            b"\r\n"
+            + requests
+            + b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        answers = responses(read_until_closed(connection))
+    assert [status for status, _, _ in answers] == [200] * (len(paths) + 1)
+    for name, (_, _, body) in zip(names, answers):
+        assert f"/api/v1/{name}/" in json.loads(body)["results"][0]["url"]
+
+
+def answered(server, path):
+    """How many answers to ``path`` the server has logged so far."""
+    return sum(f'"path": "{path}"' in line for line in list(server.log))
+
+
+def wait_until_steady(count, what):
+    """Wait until ``count()`` has not changed for a second: the server has done all it
+    will do for what was sent."""
+    deadline = time.monotonic() + DEADLINE
+    last, since = count(), time.monotonic()
+    while time.monotonic() - since < 1:
+        assert time.monotonic() < deadline, f"{what} still growing after {DEADLINE} s"
+        time.sleep(0.05)
+        if count() != last:
+            last, since = count(), time.monotonic()
+    return last
+
+
+def test_clients_that_never_read_do_not_lock_out_a_reader(loaded_database):
+    """16 clients (as many as the server has threads) each send 170 pipelined requests
+    for the largest answer and never read. waitress alone served each connection's
+    requests until its unread answers passed its 16 MB high-water mark, then held the
+    worker for as long as the connection stayed open: all 16 workers, and no reader was
+    answered. Now each connection gets only what the sockets' buffers take."""
+    path = "/api/v1/openapi.json"
+    request = f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+    attackers = []
+    with Serve(loaded_database, threads=16) as running:
+        try:
+            for _ in range(16):
+                connection = running.connect()
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                connection.sendall(request * 170)
+                attackers.append(connection)
+            served = wait_until_steady(lambda: answered(running, path), "answers to attackers")
+            assert served < 16 * 170 / 2  # far fewer than were asked for
+            on_time = 0
+            for _ in range(10):
+                started = time.monotonic()
+                try:
+                    with urllib.request.urlopen(running.base + "/api/v1/platforms/", timeout=3):
+                        on_time += time.monotonic() - started < 3
+                except OSError:
+                    pass
+            assert on_time >= 9
+            assert answered(running, path) == served  # nothing more for clients that never read
+        finally:
+            for connection in attackers:
+                connection.close()
 
 
 def wait_closed(connection, trickle=None):
