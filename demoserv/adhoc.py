@@ -12,6 +12,7 @@ from sqlalchemy import bindparam, select
 
 from . import tables
 from .api_error import APIError
+from .caching import answers_as
 from .db import get_connection
 from .rendering import ADHOC_PREFIX, last_arg
 from .shared import ADHOC_MONTH_PATHS, ADHOC_SITE_HOST
@@ -115,7 +116,7 @@ def _route(path):
     bp.add_url_rule(
         f"/{path}",
         path,
-        lambda: stored_answer(path),
+        answers_as(PATHS[path][0])(lambda: stored_answer(path)),
         methods=["GET", "OPTIONS"],
         provide_automatic_options=False,
     )

@@ -7,7 +7,13 @@ without looking at the body, and a request that already holds it is answered 304
 any query runs. A load gives a new version, and so new ETags. The changes feed's answers
 depend on the history of loads too (``follows_history``): their ETags also follow a
 digest of it. Compressed answers carry the ETag with a ``-gzip`` or ``-br`` suffix, as they are
-different bytes; either form matches.
+different bytes; either form matches. The status page, whose facts follow the previous
+catalogue file as well, is labelled by its own bytes instead (``label_by_content``).
+
+A 304 carries the headers its 200 would, but for those of the body itself
+(Content-Length, Content-Encoding): the API's views answer JSON, and a view that
+answers another type declares it (``answers_as``), so that a 304 sent before the view
+runs carries it too.
 """
 
 import datetime
@@ -31,9 +37,23 @@ def follows_history(view):
     return view
 
 
+def answers_as(content_type):
+    """Declare the Content-Type of a view's answers, where it is not the API's JSON: its
+    304s carry it too."""
+
+    def declare(view):
+        view.content_type = content_type
+        return view
+
+    return declare
+
+
+def _view():
+    return current_app.view_functions.get(request.endpoint)
+
+
 def _follows_history():
-    view = current_app.view_functions.get(request.endpoint)
-    return getattr(view, "follows_history", False)
+    return getattr(_view(), "follows_history", False)
 
 
 def _tag():
@@ -86,8 +106,13 @@ def _holds_any():
     return since is not None and _loaded_at() <= since
 
 
-def _not_modified(tag):
+def _not_modified(tag, content_type=None):
+    """A 304 for the answer whose ETag is ``tag`` and type ``content_type`` (by default
+    the view's declared one; the API's JSON is set by ``rendering.label``)."""
     response = current_app.response_class(status=304)
+    content_type = content_type or getattr(_view(), "content_type", None)
+    if content_type:
+        response.headers["Content-Type"] = content_type
     _label(response, tag)
     return response
 
@@ -126,6 +151,23 @@ def label_fresh(response):
     if tag is None or response.status_code != 200:
         return response
     if _holds_any():
-        return _not_modified(encoded_tag(response, tag))
+        return _not_modified(encoded_tag(response, tag), response.headers["Content-Type"])
     _label(response, tag)
+    return response
+
+
+def label_by_content(response):
+    """Validators of an answer that the catalogue version alone does not fix (the
+    status page): X-Catalogue-Version, an ETag digested from its body and form, and
+    ``no-cache``, so that clients revalidate; a 304 when If-None-Match names it."""
+    request.etag = None  # not the tag of the catalogue version and URL
+    form = representation_key().encode()
+    tag = f'"{hashlib.sha256(response.get_data() + form).hexdigest()[:32]}"'
+    held = _held_tag(tag)
+    if held:
+        response = current_app.response_class(status=304)
+        tag = held
+    response.headers["X-Catalogue-Version"] = get_catalogue().version
+    response.headers["ETag"] = tag
+    response.headers["Cache-Control"] = "no-cache"
     return response

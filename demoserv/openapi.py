@@ -10,6 +10,7 @@ from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
 from . import adhoc, changes, ordering, parameters
+from .caching import answers_as
 from .catalogue import status
 from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import BY_NAME, RESOURCES
@@ -489,6 +490,7 @@ def build():
 
 
 bp = Blueprint("openapi", __name__)
+DOCS_TYPE = "text/html; charset=utf-8"
 DOCS_PAGE = package_files.files(__package__).joinpath("docs.html").read_bytes()
 
 
@@ -518,5 +520,6 @@ def document():
 
 
 @bp.route(DOCS_PATH)
+@answers_as(DOCS_TYPE)
 def docs():
-    return current_app.response_class(DOCS_PAGE, mimetype="text/html")
+    return current_app.response_class(DOCS_PAGE, content_type=DOCS_TYPE)

@@ -49,6 +49,8 @@ DEFAULT_CALLBACK = "callback"
 CALLBACK = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 MAX_CALLBACK = 100
 MAX_INDENT = 8
+_LINE_SEPARATOR = "\u2028".encode()
+_PARAGRAPH_SEPARATOR = "\u2029".encode()
 _LEADING_SPACES = re.compile(rb"^((?:  )+)", re.MULTILINE)
 
 
@@ -230,28 +232,38 @@ def _accepted(media_type, exact=False):
 def indented(body, indent):
     """The JSON ``body`` indented by ``indent`` spaces a level, as the upstream indents
     (Python's ``json.dumps(..., indent=N, ensure_ascii=False, separators=(",", ": "))``,
-    with U+2028 and U+2029 escaped). orjson indents by two; a JSON text holds no raw
-    newline inside a string, so re-indenting its lines is exact. The cost is linear in
-    the body, which a page bounds (100 records)."""
+    U+2028 and U+2029 escaped by ``represent``). orjson indents by two; a JSON text holds
+    no raw newline inside a string, so re-indenting its lines is exact. The cost is
+    linear in the body, which a page bounds (100 records)."""
     body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
     if indent != 2:
         body = _LEADING_SPACES.sub(lambda match: b" " * (len(match[1]) // 2 * indent), body)
-    return body.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+    return body
+
+
+def escape_line_separators(body):
+    """``body`` with U+2028 and U+2029 written ``\\u2028`` and ``\\u2029``, as the
+    upstream's framework writes them: JavaScript engines before ES2019 end a line at
+    either, so a JSONP script holding them raw does not run. In JSON they can stand only
+    inside strings, where the escape means the same character."""
+    if _LINE_SEPARATOR not in body and _PARAGRAPH_SEPARATOR not in body:
+        return body  # the usual case: one scan each, no copy
+    return body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
 
 
 def represent(response):
-    """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented."""
+    """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented; and
+    line separators escaped in every one."""
     if not is_api_request() or response.mimetype != JSON_TYPE:
         return response
+    body = response.get_data()
     if request.callback is not None:
         if response.status_code == 200:
-            body = response.get_data()
-            response.set_data(request.callback.encode() + b"(" + body + b");")
+            body = request.callback.encode() + b"(" + body + b");"
             response.headers["Content-Type"] = JSONP_CONTENT_TYPE
-    elif request.indent and not 300 <= response.status_code < 400:
-        body = response.get_data()
-        if body:
-            response.set_data(indented(body, request.indent))
+    elif request.indent and body and not 300 <= response.status_code < 400:
+        body = indented(body, request.indent)
+    response.set_data(escape_line_separators(body))
     return response
 
 
@@ -265,7 +277,7 @@ def representation_key():
 
 def label(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
-    if 300 <= response.status_code < 400 and response.mimetype != JSON_TYPE:
+    if response.location and response.mimetype != JSON_TYPE:
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
         response.headers["Content-Type"] = JSON_TYPE

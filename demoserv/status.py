@@ -8,8 +8,9 @@ once per served file (and previous file), not per request."""
 
 import os
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app
 
+from .caching import label_by_content
 from .catalogue import install, status
 from .db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
 from .openapi import STATUS_PATH
@@ -45,11 +46,8 @@ def mirror_status():
             raise CatalogueUnavailable(UNAVAILABLE + "the catalogue file is missing.")
         cached = (key, facts)
         current_app.extensions["demoserv.status"] = cached
-    # Its facts change with the previous file too: not cached by the catalogue version.
-    request.etag = None
-    response = current_app.json.response(cached[1])
-    response.headers["Cache-Control"] = "no-cache"
-    return response
+    # Its facts change with the previous file too: labelled by its bytes.
+    return label_by_content(current_app.json.response(cached[1]))
 
 
 # The path and, like every API path, the same with a format suffix (/api/v1/status.json).

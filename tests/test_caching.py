@@ -193,3 +193,44 @@ def test_a_304_names_the_form_of_the_etag_the_client_holds(client):
     assert again.status_code == 304 and again.headers["ETag"] == tag
     star = client.get(PATH, headers={"Accept-Encoding": "gzip", "If-None-Match": "*"})
     assert star.status_code == 304 and star.headers["ETag"] == tag
+
+
+# Every kind of answer that carries an ETag: API listings, records, the root, JSONP,
+# indented JSON, the document, the docs page and the upstream's plain views.
+LABELLED = [
+    (PATH, {}),
+    ("/api/v1/platforms/1/", {}),
+    ("/api/v1/", {}),
+    ("/api/v1/productions/?format=jsonp&callback=cb", {}),
+    ("/api/v1/productions/", {"Accept": "application/json; indent=4"}),
+    ("/api/v1/openapi.json", {}),
+    ("/api/v1/docs/", {}),
+    ("/api/v1/status/", {}),
+    ("/api/adhoc/eq/demos/", {}),
+    ("/api/adhoc/pouet-credits/", {}),
+    ("/api/adhoc/pouet/prod-demozoo-ids-by-pouet-id/", {}),
+]
+BODY_HEADERS = {"Content-Length", "Content-Encoding"}
+
+
+@pytest.mark.parametrize("path, headers", LABELLED)
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+def test_a_304_carries_its_200s_headers_but_the_bodys(client, path, headers, encoding):
+    headers = {**headers, "Accept-Encoding": encoding}
+    fresh = client.get(path, headers=headers)
+    assert fresh.status_code == 200
+    again = client.get(path, headers={**headers, "If-None-Match": fresh.headers["ETag"]})
+    assert again.status_code == 304 and again.data == b""
+    expected = {n: v for n, v in fresh.headers.items() if n not in BODY_HEADERS}
+    assert dict(again.headers) == expected
+
+
+def test_the_status_page_carries_the_catalogue_version_and_an_etag(client):
+    fresh = client.get("/api/v1/status/")
+    assert fresh.headers["X-Catalogue-Version"] == fresh.json["version"]
+    assert fresh.headers["Cache-Control"] == "no-cache"
+    tag = fresh.headers["ETag"]
+    assert client.get("/api/v1/status/", headers={"If-None-Match": tag}).status_code == 304
+    assert client.get("/api/v1/status/", headers={"If-None-Match": '"other"'}).status_code == 200
+    indented = client.get("/api/v1/status/", headers={"Accept": "application/json; indent=2"})
+    assert indented.headers["ETag"] != tag  # other bytes, another tag

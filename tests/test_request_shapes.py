@@ -8,6 +8,10 @@ import re
 
 import pytest
 
+from demoserv.catalogue.sources import load_catalogue
+
+from . import catalogue_factory
+
 API = "http://localhost/api/v1/"
 JSONP_TYPE = "application/javascript; charset=utf-8"
 
@@ -310,3 +314,29 @@ def test_indent_applies_to_errors_and_not_to_jsonp(client):
         "/api/v1/platforms/?format=jsonp", headers={"Accept": "application/json; indent=2"}
     )
     assert b"\n" not in jsonp.data
+
+
+def test_line_separators_are_escaped_in_every_json_and_jsonp_body(make_app, tmp_path):
+    """As the upstream's framework writes them: a JSONP script holding U+2028 or U+2029
+    raw is a syntax error in JavaScript engines before ES2019."""
+    records = catalogue_factory.build(seed=3)
+    title = "Line\u2028and\u2029paragraph"
+    records["productions"][0]["title"] = title
+    production = records["productions"][0]["id"]
+    load_catalogue(catalogue_factory.write(records, tmp_path / "c"), tmp_path / "db.sqlite3")
+    client = make_app(tmp_path / "db.sqlite3").test_client()
+    raw = ("\u2028".encode(), "\u2029".encode())
+    for path, headers in [
+        (f"/api/v1/productions/{production}/", {}),
+        (f"/api/v1/productions/{production}/?format=jsonp", {}),
+        (f"/api/v1/productions/?title={title}", {}),
+        (f"/api/v1/productions/{production}/", {"Accept": "application/json; indent=4"}),
+        (f"/api/v1/productions/?ordering={title}", {}),  # the error names the value
+    ]:
+        response = client.get(path, headers=headers)
+        assert not any(separator in response.data for separator in raw), (path, response.data[:300])
+        if response.status_code == 200:
+            body = response.data.decode()
+            assert "\\u2028" in body and "\\u2029" in body, path
+            if "format=jsonp" not in path:
+                assert title in json.dumps(response.json, ensure_ascii=False)
