@@ -22,6 +22,7 @@ from .listing_arrays import search_arrays
 from .shared import (
     ID_PATTERN,
     MAX_ID,
+    TIMESTAMP_RANGE,
     date_key,
     name_key,
     partial_date_error,
@@ -245,7 +246,9 @@ class DateBound(Filter):
 @dataclass(frozen=True)
 class TimeBound(Filter):
     """Records added or updated before, or on or after, a date (its midnight UTC) or a
-    date-time (ISO 8601; UTC unless it names an offset)."""
+    date-time (ISO 8601; UTC unless it names an offset). A value whose offset takes it
+    out of the years 1 to 9999 in UTC (``9999-12-31T23:59:59-01:00``) is a 400 naming the
+    range, as any date out of range is, not a bound before or after every record."""
 
     column: str = ""
     before: bool = True
@@ -256,7 +259,9 @@ class TimeBound(Filter):
             return timestamp_key(values[-1])
         except ValueError:
             raise _invalid(
-                self.parameter, "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS)"
+                self.parameter,
+                "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS, optionally "
+                f"with Z or an offset such as +01:00), {TIMESTAMP_RANGE}",
             ) from None
 
     def array(self, values):
