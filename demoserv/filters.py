@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from .api_error import APIError
 from .listing_arrays import search_arrays
 from .shared import (
+    DATE_RANGE,
     ID_PATTERN,
     MAX_ID,
     TIMESTAMP_RANGE,
@@ -31,6 +32,7 @@ from .shared import (
 )
 
 _ID = re.compile(ID_PATTERN)
+MAX_WHOLE_DIGITS = 9  # of AtMost's number: more than any position, and within int32
 
 
 def _invalid(parameter, expected):
@@ -39,7 +41,7 @@ def _invalid(parameter, expected):
 
 def _record_id(parameter, value):
     if not _ID.fullmatch(value) or not 1 <= int(value) <= MAX_ID:
-        raise _invalid(parameter, "a record id (a positive integer)")
+        raise _invalid(parameter, f"a record id (a whole number from 1 to {MAX_ID})")
     return int(value)
 
 
@@ -203,11 +205,11 @@ class AtMost(Filter):
     """Records whose ``column`` is at most the given whole number."""
 
     column: str = ""
-    schema = {"type": "string", "pattern": "^([0-9]{1,9})?$"}
+    schema = {"type": "string", "pattern": f"^([0-9]{{1,{MAX_WHOLE_DIGITS}}})?$"}
 
     def normalise(self, values):
-        if not re.fullmatch("[0-9]{1,9}", values[-1]):
-            raise _invalid(self.parameter, "a whole number")
+        if not re.fullmatch(f"[0-9]{{1,{MAX_WHOLE_DIGITS}}}", values[-1]):
+            raise _invalid(self.parameter, f"a whole number from 0 to {10**MAX_WHOLE_DIGITS - 1}")
         return int(values[-1])
 
     def array(self, values):
@@ -229,7 +231,9 @@ class DateBound(Filter):
 
     def normalise(self, values):
         if partial_date_error(values[-1]):
-            raise _invalid(self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD")
+            raise _invalid(
+                self.parameter, f"a date of the form YYYY, YYYY-MM or YYYY-MM-DD, {DATE_RANGE}"
+            )
         return date_key(values[-1])
 
     def array(self, values):

@@ -9,7 +9,8 @@ import unicodedata
 from urllib.parse import quote
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
-# The moments a timestamp can name (Python's datetime), in UTC.
+# The days a date can name, and the moments a timestamp can (Python's datetime, in UTC).
+DATE_RANGE = "from 0001-01-01 to 9999-12-31"
 TIMESTAMP_RANGE = "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"
 ID_PATTERN = "[0-9]{1,19}"
 SUPERTYPES = ("production", "music", "graphics")

@@ -170,12 +170,29 @@ def test_links_keep_filters(client):
         ("/api/v1/productions/?added_before=0001-01-01T00:30:00%2B01:00", "added_before"),
         ("/api/v1/releasers/?added_since=9999-12-31T23:00:00-23:59", "added_since"),
         ("/api/v1/releasers/?updated_before=0001-01-01T00:00:00.5%2B00:00:01", "updated_before"),
+        ("/api/v1/productions/?released_since=0000", "released_since"),
+        ("/api/v1/productions/?competition_placing_min=1000000000", "competition_placing_min"),
+        ("/api/v1/productions/?author=9223372036854775808", "author"),
     ],
 )
 def test_invalid_filter_values_are_400_naming_the_parameter(client, path, parameter):
     response = client.get(path)
     assert response.status_code == 400
     assert f'"{parameter}"' in response.json["detail"]
+
+
+@pytest.mark.parametrize(
+    "parameter, expected",
+    [
+        ("updated_since", "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"),
+        ("released_since", "from 0001-01-01 to 9999-12-31"),
+        ("competition_placing_min", "from 0 to 999999999"),
+        ("platform", "from 1 to 9223372036854775807"),
+    ],
+)
+def test_a_value_out_of_range_is_told_the_range(client, parameter, expected):
+    detail = client.get(f"/api/v1/productions/?{parameter}=99999999999999999999").json["detail"]
+    assert expected in detail
 
 
 def moment(value):
