@@ -57,7 +57,8 @@ def timestamp_key(value):
     time order; a date is its midnight UTC, a date-time without offset is UTC. Raises
     ValueError for anything else, and for a moment its offset puts outside
     ``TIMESTAMP_RANGE`` (``9999-12-31T23:59:59-01:00`` is in the year 10000 in UTC)."""
-    if not isinstance(value, str) or len(value) < 10 or len(value) > 40:
+    # 42: the longest form fromisoformat reads, time and offset to the microsecond.
+    if not isinstance(value, str) or len(value) < 10 or len(value) > 42:
         raise ValueError(value)
     moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
     if moment.tzinfo is not None:

@@ -211,6 +211,7 @@ def moment(value):
         "2015-06-01T00:00:00Z",
         "9999-12-31T23:59:59+23:59",
         "9999-12-31T23:59:59.999999Z",
+        "9999-12-31T23:59:59.999999+23:59:59.999999",  # the longest form
     ],
 )
 def test_time_bounds_at_the_ends_of_their_range(client, catalogue, resource, bound):
