@@ -20,8 +20,10 @@ from sqlalchemy import func, select
 from .api_error import APIError
 from .listing_arrays import search_arrays
 from .shared import (
+    DATE_RANGE,
     ID_PATTERN,
     MAX_ID,
+    TIMESTAMP_RANGE,
     date_key,
     name_key,
     partial_date_error,
@@ -30,6 +32,7 @@ from .shared import (
 )
 
 _ID = re.compile(ID_PATTERN)
+MAX_WHOLE_DIGITS = 9  # of AtMost's number: more than any position, and within int32
 
 
 def _invalid(parameter, expected):
@@ -38,7 +41,7 @@ def _invalid(parameter, expected):
 
 def _record_id(parameter, value):
     if not _ID.fullmatch(value) or not 1 <= int(value) <= MAX_ID:
-        raise _invalid(parameter, "a record id (a positive integer)")
+        raise _invalid(parameter, f"a record id (a whole number from 1 to {MAX_ID})")
     return int(value)
 
 
@@ -202,11 +205,11 @@ class AtMost(Filter):
     """Records whose ``column`` is at most the given whole number."""
 
     column: str = ""
-    schema = {"type": "string", "pattern": "^([0-9]{1,9})?$"}
+    schema = {"type": "string", "pattern": f"^([0-9]{{1,{MAX_WHOLE_DIGITS}}})?$"}
 
     def normalise(self, values):
-        if not re.fullmatch("[0-9]{1,9}", values[-1]):
-            raise _invalid(self.parameter, "a whole number")
+        if not re.fullmatch(f"[0-9]{{1,{MAX_WHOLE_DIGITS}}}", values[-1]):
+            raise _invalid(self.parameter, f"a whole number from 0 to {10**MAX_WHOLE_DIGITS - 1}")
         return int(values[-1])
 
     def array(self, values):
@@ -228,7 +231,9 @@ class DateBound(Filter):
 
     def normalise(self, values):
         if partial_date_error(values[-1]):
-            raise _invalid(self.parameter, "a date of the form YYYY, YYYY-MM or YYYY-MM-DD")
+            raise _invalid(
+                self.parameter, f"a date of the form YYYY, YYYY-MM or YYYY-MM-DD, {DATE_RANGE}"
+            )
         return date_key(values[-1])
 
     def array(self, values):
@@ -245,7 +250,9 @@ class DateBound(Filter):
 @dataclass(frozen=True)
 class TimeBound(Filter):
     """Records added or updated before, or on or after, a date (its midnight UTC) or a
-    date-time (ISO 8601; UTC unless it names an offset)."""
+    date-time (ISO 8601; UTC unless it names an offset). A value whose offset takes it
+    out of the years 1 to 9999 in UTC (``9999-12-31T23:59:59-01:00``) is a 400 naming the
+    range, as any date out of range is, not a bound before or after every record."""
 
     column: str = ""
     before: bool = True
@@ -256,7 +263,9 @@ class TimeBound(Filter):
             return timestamp_key(values[-1])
         except ValueError:
             raise _invalid(
-                self.parameter, "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS)"
+                self.parameter,
+                "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS, optionally "
+                f"with Z or an offset such as +01:00), {TIMESTAMP_RANGE}",
             ) from None
 
     def array(self, values):

@@ -13,7 +13,7 @@ import math
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from .shared import MAX_ID, SUPERTYPES, partial_date_error, timestamp_key
+from .shared import MAX_ID, SUPERTYPES, TIMESTAMP_RANGE, partial_date_error, timestamp_key
 
 MAX_TEXT = 1_000_000  # characters in one text field
 
@@ -61,7 +61,9 @@ def check_timestamp(value):
     try:
         timestamp_key(value)
     except ValueError:
-        raise ValidationError(f'"{value}" is not a date or date-time (ISO 8601).') from None
+        raise ValidationError(
+            f'"{value}" is not a date or date-time (ISO 8601) {TIMESTAMP_RANGE}.'
+        ) from None
 
 
 def record_id(**kwargs):

@@ -9,6 +9,9 @@ import unicodedata
 from urllib.parse import quote
 
 MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
+# The days a date can name, and the moments a timestamp can (Python's datetime, in UTC).
+DATE_RANGE = "from 0001-01-01 to 9999-12-31"
+TIMESTAMP_RANGE = "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"
 ID_PATTERN = "[0-9]{1,19}"
 SUPERTYPES = ("production", "music", "graphics")
 # The public site's section of a production's page, by supertype.
@@ -52,13 +55,19 @@ def date_key(partial_date):
 def timestamp_key(value):
     """A date or date-time as a UTC ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` string, which sorts in
     time order; a date is its midnight UTC, a date-time without offset is UTC. Raises
-    ValueError for anything else."""
-    if not isinstance(value, str) or len(value) < 10 or len(value) > 40:
+    ValueError for anything else, and for a moment its offset puts outside
+    ``TIMESTAMP_RANGE`` (``9999-12-31T23:59:59-01:00`` is in the year 10000 in UTC)."""
+    # 42: the longest form fromisoformat reads, time and offset to the microsecond.
+    if not isinstance(value, str) or len(value) < 10 or len(value) > 42:
         raise ValueError(value)
     moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
     if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(value) from None
+    # isoformat, not strftime: "%Y" does not pad the years before 1000 to four digits.
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 def sortable_title(title):

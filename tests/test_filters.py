@@ -1,5 +1,6 @@
 """Filters, field selection and a releaser's productions, against the oracle."""
 
+import datetime
 from urllib.parse import quote
 
 import pytest
@@ -164,12 +165,70 @@ def test_links_keep_filters(client):
         ("/api/v1/parties/?party_series=0", "party_series"),
         ("/api/v1/parties/?start_date_since=2000-13", "start_date_since"),
         ("/api/v1/releasers/?is_group=yes", "is_group"),
+        # In the form of a date-time, but outside the years 1 to 9999 once in UTC.
+        ("/api/v1/productions/?updated_since=9999-12-31T23:59:59-01:00", "updated_since"),
+        ("/api/v1/productions/?added_before=0001-01-01T00:30:00%2B01:00", "added_before"),
+        ("/api/v1/releasers/?added_since=9999-12-31T23:00:00-23:59", "added_since"),
+        ("/api/v1/releasers/?updated_before=0001-01-01T00:00:00.5%2B00:00:01", "updated_before"),
+        ("/api/v1/productions/?released_since=0000", "released_since"),
+        ("/api/v1/productions/?competition_placing_min=1000000000", "competition_placing_min"),
+        ("/api/v1/productions/?author=9223372036854775808", "author"),
     ],
 )
 def test_invalid_filter_values_are_400_naming_the_parameter(client, path, parameter):
     response = client.get(path)
     assert response.status_code == 400
     assert f'"{parameter}"' in response.json["detail"]
+
+
+@pytest.mark.parametrize(
+    "parameter, expected",
+    [
+        ("updated_since", "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"),
+        ("released_since", "from 0001-01-01 to 9999-12-31"),
+        ("competition_placing_min", "from 0 to 999999999"),
+        ("platform", "from 1 to 9223372036854775807"),
+    ],
+)
+def test_a_value_out_of_range_is_told_the_range(client, parameter, expected):
+    detail = client.get(f"/api/v1/productions/?{parameter}=99999999999999999999").json["detail"]
+    assert expected in detail
+
+
+def moment(value):
+    """A date or date-time of the catalogue files (UTC unless it names an offset)."""
+    parsed = datetime.datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize("resource", ["productions", "releasers"])
+@pytest.mark.parametrize(
+    "bound",
+    [
+        "0001-01-01",
+        "0001-01-01T00:00:00-23:59",  # 23:59 UTC: its offset keeps it in range
+        "2015-06-01T01:30:00+01:30",
+        "2015-06-01T00:00:00Z",
+        "9999-12-31T23:59:59+23:59",
+        "9999-12-31T23:59:59.999999Z",
+        "9999-12-31T23:59:59.999999+23:59:59.999999",  # the longest form
+    ],
+)
+def test_time_bounds_at_the_ends_of_their_range(client, catalogue, resource, bound):
+    """The first and last moments a bound can name, with offsets that keep them in range,
+    are bounds like any other: since the first, everything; before it, nothing."""
+    records = oracle.all_records(catalogue, resource)
+    at = moment(bound.replace("Z", "+00:00"))
+    for parameter, field, kept in (
+        ("added_since", "created_at", lambda t: t >= at),
+        ("updated_before", "updated_at", lambda t: t < at),
+    ):
+        expected = [
+            r["id"]
+            for r in oracle.ordered(resource, records)
+            if r.get(field) and kept(moment(r[field]))
+        ]
+        assert walked(client, f"/api/v1/{resource}/?{parameter}={quote(bound)}") == expected
 
 
 def test_filter_with_no_match_is_an_empty_first_page(client):

@@ -127,6 +127,12 @@ BAD_PRODUCTIONS = [
         "productions.jsonl:2: author_nicks.0.releaser: ",
     ),
     ("negative id", with_field(PRODUCTION, "id", -4), "productions.jsonl:2: id: "),
+    (
+        "time out of range in UTC",
+        with_field(PRODUCTION, "created_at", "9999-12-31T23:59:59-01:00"),
+        'productions.jsonl:2: created_at: "9999-12-31T23:59:59-01:00" is not a date or '
+        "date-time (ISO 8601) from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC.",
+    ),
 ]
 
 

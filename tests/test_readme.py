@@ -6,6 +6,8 @@ document read them there); and every subcommand, setting and module. README stay
 import re
 from pathlib import Path
 
+import pytest
+
 from demoserv import parameters
 from demoserv.resources import RESOURCES
 
@@ -37,6 +39,17 @@ def test_every_filter_is_in_the_filter_table():
                 and re.search(rf"(^\| |, ){re.escape(resource.name)}[ ,]", row)
                 for row in rows
             ), f"README's filter table lacks {resource.name} {item.parameter}"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["platform=0", "competition_placing_min=-1", "released_since=0000", "updated_since=0000"],
+)
+def test_the_ranges_the_filters_answer_are_documented(client, query):
+    """The bounds a filter's 400 gives are the ones the docs give."""
+    detail = client.get(f"/api/v1/productions/?{query}").json["detail"]
+    bounds = re.search(r"from (\S+) to ([0-9][0-9:.TZ-]*[0-9Z])", detail).groups()
+    assert all(bound in DOCS for bound in bounds), (detail, bounds)
 
 
 def test_every_common_parameter_is_in_the_parameter_table():
