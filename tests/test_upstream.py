@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from demoserv.catalogue.pgdump import LINE_LIMIT
 from demoserv.catalogue.reporting import CatalogueError
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.shared import sortable_title
@@ -351,6 +352,40 @@ def test_a_missing_table_fails_and_extra_ones_are_fine(tmp_path, sample_text):
     extra = extra[:body_start] + "".join(f"x\t{row}\n" for row in rows) + extra[body_end:]
     counts, _ = load_catalogue(_dump(tmp_path, extra, "extra.sql.gz"), served)
     assert counts["platforms"] == 90
+
+
+def _with_a_long_line(path, text, at, length):
+    """``text`` gzipped into ``path`` with a line of ``length`` bytes inserted at its
+    offset ``at``, written a megabyte at a time: the file stays small."""
+    chunk = b"x" * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(text[:at].encode())
+        for _ in range(length // len(chunk)):
+            out.write(chunk)
+        out.write(chunk[: length % len(chunk)] + b"\n" + text[at:].encode())
+    return path
+
+
+def test_a_line_past_the_limit_is_read_past_or_refused_in_one_line(tmp_path, sample_text):
+    """A first line longer than the line limit loads (it is read past a chunk at a
+    time); a row of a wanted table that long is refused naming table and line, and the
+    served file stays as it was."""
+    served = tmp_path / "served.sqlite3"
+    counts, _ = load_catalogue(SAMPLE, served)
+    long_first = _with_a_long_line(tmp_path / "first.sql.gz", sample_text, 0, LINE_LIMIT + 5)
+    assert load_catalogue(long_first, served)[0] == counts
+    before = served.read_bytes()
+    header = sample_text.index("COPY public.productions_production ")
+    first_row = sample_text.index("\n", header) + 1
+    long_row = _with_a_long_line(tmp_path / "row.sql.gz", sample_text, first_row, LINE_LIMIT + 1)
+    with pytest.raises(CatalogueError) as error:
+        load_catalogue(long_row, served)
+    line = sample_text[:first_row].count("\n") + 1
+    assert str(error.value) == (
+        f"productions_production:{line}: a row longer than 64 MiB, the limit of a line "
+        "(no real row comes near it)"
+    )
+    assert served.read_bytes() == before
 
 
 def test_tag_and_search_over_the_imported_export(golden, upstream_client):

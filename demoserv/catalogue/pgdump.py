@@ -1,8 +1,12 @@
 """Reading the wanted tables' rows out of a plain-SQL pg_dump (``.sql`` or ``.sql.gz``).
 
 The dump is read once, line by line, as a stream: no PostgreSQL, no temporary file, never
-the whole dump in memory. Everything outside the wanted tables' COPY blocks is skipped;
-each wanted row is decoded from the COPY text format and converted to Python values.
+the whole dump in memory, nor a whole line longer than the line limit (``LINE_LIMIT``, 64
+MiB, more than any real row). Everything outside the wanted tables' COPY blocks is
+skipped, a line of any length among them too, read past a chunk at a time; each wanted
+row is decoded from the COPY text format and converted to Python values, and a wanted
+row longer than the limit is refused ("<table>:<line>: a row longer than 64 MiB...")
+having read no more of it than the limit.
 
 Bad input raises DumpError("<table>:<line>: <column>: <what>"), line counted in the
 uncompressed text; rows yielded before the error have already been yielded, so a caller
@@ -10,6 +14,7 @@ that must not act on a bad dump keeps what it reads aside until the reading ends
 """
 
 import datetime
+import functools
 import gzip
 import io
 import re
@@ -22,6 +27,8 @@ END_OF_BLOCK = b"\\.\n"
 END_OF_BLOCK_AT_END_OF_FILE = b"\\."
 NULL = b"\\N"
 PROGRESS_EVERY = 4096  # rows between progress reports; a power of two, tested by bitmask
+LINE_LIMIT = 64 << 20  # bytes of a line held at once: more than any real row
+SKIP_CHUNK = 1 << 20  # bytes read at a time past the limit of a line that is skipped
 
 _IDENTIFIER = rb'"(?:[^"]|"")+"|[^\s",().]+'
 _COPY_HEADER = re.compile(
@@ -257,7 +264,7 @@ class _Block:
         return tuple(values)
 
 
-def read_tables(source, wanted, progress=None):
+def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
     """Yield (table, line_number, row) for every row of the wanted tables, in dump order.
 
     source: a path (str or Path) to a .sql or .sql.gz file; gzip is detected by its magic
@@ -268,6 +275,9 @@ def read_tables(source, wanted, progress=None):
         (whatever order the dump's COPY header has them in). NULL (\\N) is None for every type.
     progress: optional callable(compressed_bytes_read, table, rows_in_table) called every
         few thousand rows and at every table change (cheap; it draws a progress bar).
+    line_limit: the bytes of a line (without its newline) held at once. A row of a
+        wanted table that is longer raises DumpError; any other line that is longer is
+        skipped a chunk at a time (SKIP_CHUNK), never held whole.
 
     Conversions: int, float, bool (t/f) and text as Python values; a date stays its
     "YYYY-MM-DD" text, checked to be a real date; a timestamp becomes UTC text
@@ -280,10 +290,10 @@ def read_tables(source, wanted, progress=None):
                 raise ValueError(
                     f"{table}.{column}: unknown type {type_name!r}, not one of {list(CONVERTERS)}"
                 )
-    return _read_dump(Path(source), wanted, progress)
+    return _read_dump(Path(source), wanted, progress, line_limit)
 
 
-def _read_dump(path, wanted, progress):
+def _read_dump(path, wanted, progress, line_limit):
     try:
         file = open(path, "rb")
     except OSError as error:
@@ -295,23 +305,41 @@ def _read_dump(path, wanted, progress):
         else:
             stream = file
         with stream:
-            yield from _read_lines(stream, file, path.name, wanted, progress)
+            yield from _read_lines(stream, file, path.name, wanted, progress, line_limit)
 
 
-def _read_lines(stream, file, name, wanted, progress):
+def _size(limit):
+    """A line limit as an error message says it: MiB when whole, else bytes."""
+    if limit >= 1 << 20 and not limit % (1 << 20):
+        return f"{limit >> 20} MiB"
+    return f"{limit:,} bytes"
+
+
+def _skip_rest(stream, line):
+    """Read past the rest of ``line`` if it was cut at the limit, a chunk at a time."""
+    while line and not line.endswith(b"\n"):
+        line = stream.readline(SKIP_CHUNK)
+
+
+def _read_lines(stream, file, name, wanted, progress, line_limit):
     """The wanted rows of the dump text ``stream``; ``file`` is the file it comes from."""
-    lines = enumerate(stream, 1)
+    # At most line_limit bytes and the newline a line: a longer line comes cut, without
+    # its newline, and its rest is read past directly from ``stream`` (_skip_rest), so
+    # that the line numbers of ``lines`` stay those of the text.
+    lines = enumerate(iter(functools.partial(stream.readline, line_limit + 1), b""), 1)
     bytes_read = file.tell if file.seekable() else lambda: 0  # a pipe has no position
     where, line_number = name, 0
     tables_seen = set()
     try:
         for line_number, line in lines:
-            if not line.startswith(b"COPY "):
+            # A line cut at the limit is no COPY header: skipped, as every other statement.
+            if not line.startswith(b"COPY ") or len(line) > line_limit:
                 if line_number == 1 and line.startswith(CUSTOM_FORMAT_MAGIC):
                     raise DumpError(
                         f"{name}: a custom-format pg_dump; this reads plain SQL "
                         "(pg_dump --format=plain)"
                     )
+                _skip_rest(stream, line)
                 continue
             header = _COPY_HEADER.fullmatch(line)
             if header is None:
@@ -329,6 +357,8 @@ def _read_lines(stream, file, name, wanted, progress):
                 for line_number, line in lines:
                     if line == END_OF_BLOCK or line == END_OF_BLOCK_AT_END_OF_FILE:
                         break
+                    if len(line) > line_limit:
+                        _skip_rest(stream, line)
                 else:
                     raise DumpError(f"{table}:{line_number}: the COPY block never ends")
                 where = name
@@ -339,6 +369,11 @@ def _read_lines(stream, file, name, wanted, progress):
             for line_number, line in lines:
                 if line == END_OF_BLOCK or line == END_OF_BLOCK_AT_END_OF_FILE:
                     break
+                if len(line) > line_limit and not line.endswith(b"\n"):
+                    raise DumpError(
+                        f"{table}:{line_number}: a row longer than {_size(line_limit)}, the "
+                        "limit of a line (no real row comes near it)"
+                    )
                 rows += 1
                 yield table, line_number, block.convert(line.rstrip(b"\n"), line_number)
                 if progress and not rows & (PROGRESS_EVERY - 1):
