@@ -8,7 +8,10 @@ import sqlite3
 import unicodedata
 from urllib.parse import quote
 
-MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
+# What an SQLite INTEGER holds (PostgreSQL's bigint too); a larger id cannot name a record.
+INTEGER_RANGE = (-(2**63), 2**63 - 1)
+MAX_ID = INTEGER_RANGE[1]
+MAX_TEXT = 1_000_000  # characters in one text field, of a catalogue file or the export
 ID_PATTERN = "[0-9]{1,19}"
 SUPERTYPES = ("production", "music", "graphics")
 # The public site's section of a production's page, by supertype.
@@ -57,7 +60,10 @@ def timestamp_key(value):
         raise ValueError(value)
     moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
     if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # before year 1 or after 9999 in UTC
+            raise ValueError(value) from None
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

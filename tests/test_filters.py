@@ -164,6 +164,9 @@ def test_links_keep_filters(client):
         ("/api/v1/parties/?party_series=0", "party_series"),
         ("/api/v1/parties/?start_date_since=2000-13", "start_date_since"),
         ("/api/v1/releasers/?is_group=yes", "is_group"),
+        # Before year 1 and after 9999 in UTC: out of range, not a 500.
+        ("/api/v1/productions/?added_before=0001-01-01T00:00:00%2B01:00", "added_before"),
+        ("/api/v1/releasers/?updated_since=9999-12-31T23:00:00-05:00", "updated_since"),
     ],
 )
 def test_invalid_filter_values_are_400_naming_the_parameter(client, path, parameter):
