@@ -488,8 +488,24 @@ GOOD_VALUES = {
         (
             "timestamp",
             b"9999-12-31 23:00:00-05",  # past the year 9999 in UTC
-            "'9999-12-31 23:00:00-05' is not a timestamp with a UTC offset",
+            "'9999-12-31 23:00:00-05' is out of range (before year 1 or after 9999 in UTC)",
         ),
+        (
+            "timestamp",
+            b"0001-01-01 00:00:00+00:00:01",
+            "'0001-01-01 00:00:00+00:00:01' is out of range (before year 1 or after 9999 in UTC)",
+        ),
+        ("int", b"9223372036854775808", "'9223372036854775808' is out of range (a 64-bit integer)"),
+        (
+            "int",
+            b"-9223372036854775809",
+            "'-9223372036854775809' is out of range (a 64-bit integer)",
+        ),
+        ("int", b"1" + b"0" * 40, f"'{'1' + '0' * 39}'... is out of range (a 64-bit integer)"),
+        ("float", b"NaN", "'NaN' is not a finite number"),
+        ("float", b"-Infinity", "'-Infinity' is not a finite number"),
+        ("float", b"1e309", "'1e309' is out of range (a double)"),
+        ("text", b"x" * 1_000_001, "too long (1,000,001 characters, more than 1,000,000)"),
         ("text", b"\\0", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\x00b", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\000", "contains a NUL character, which PostgreSQL text cannot hold"),
@@ -502,6 +518,46 @@ GOOD_VALUES = {
 def test_a_bad_value_names_its_table_line_and_column(write_dump, column_type, field, what):
     path = write_dump(one_table(["id", "v"], [b"1\t" + GOOD_VALUES[column_type], b"2\t" + field]))
     assert error_of(path, {"t": {"id": "int", "v": column_type}}) == f"t:20: v: {what}"
+
+
+@pytest.mark.parametrize(
+    "column_type, fields, values",
+    [
+        (
+            "int",
+            [b"9223372036854775807", b"-9223372036854775808", b"999999999999999999", b"0"],
+            [2**63 - 1, -(2**63), 10**18 - 1, 0],
+        ),
+        (
+            "float",
+            [b"1.7976931348623157e308", b"-1e308", b"5e-324", b"1e-400"],
+            [1.7976931348623157e308, -1e308, 5e-324, 0.0],
+        ),
+        ("date", [b"0001-01-01", b"9999-12-31"], ["0001-01-01", "9999-12-31"]),
+        (
+            "timestamp",
+            [
+                b"0001-01-01 00:00:00+00",
+                b"0001-01-01 12:00:00+11:59:59",
+                b"9999-12-31 23:59:59.999999-00",
+            ],
+            [
+                "0001-01-01T00:00:00.000000Z",
+                "0001-01-01T00:00:01.000000Z",
+                "9999-12-31T23:59:59.999999Z",
+            ],
+        ),
+        (
+            "text",
+            [b"x" * 1_000_000, "\u00e9".encode() * 1_000_000],  # 1,000,000 characters each
+            ["x" * 1_000_000, "\u00e9" * 1_000_000],
+        ),
+    ],
+    ids=["int", "float", "date", "timestamp", "text"],
+)
+def test_values_at_the_limits_of_their_type_are_read(write_dump, column_type, fields, values):
+    path = write_dump(one_table(["id", "v"], [b"1\t" + field for field in fields]))
+    assert [row[0] for _, _, row in read_tables(path, {"t": {"v": column_type}})] == values
 
 
 def test_a_long_bad_value_is_cut_short_in_the_message(write_dump):

@@ -17,9 +17,12 @@ import datetime
 import functools
 import gzip
 import io
+import math
 import re
 import zlib
 from pathlib import Path
+
+from ..shared import INTEGER_RANGE, MAX_TEXT
 
 GZIP_MAGIC = b"\x1f\x8b"
 CUSTOM_FORMAT_MAGIC = b"PGDMP"  # pg_dump --format=custom, which this reader does not take
@@ -66,15 +69,23 @@ def _shown(text):
 def _to_int(text):
     # int() alone would also take " 1", "1_000" and non-ASCII digits.
     digits = text[1:] if text[:1] == "-" else text
-    if digits.isdigit() and digits.isascii():
-        return int(text)
-    raise ValueError(f"{_shown(text)} is not an integer")
+    if not (digits.isdigit() and digits.isascii()):
+        raise ValueError(f"{_shown(text)} is not an integer")
+    value = int(text)
+    if not INTEGER_RANGE[0] <= value <= INTEGER_RANGE[1]:
+        raise ValueError(f"{_shown(text)} is out of range (a 64-bit integer)")
+    return value
 
 
 def _to_float(text):
-    if _FLOAT.fullmatch(text):
-        return float(text)
-    raise ValueError(f"{_shown(text)} is not a number")
+    if not _FLOAT.fullmatch(text):
+        raise ValueError(f"{_shown(text)} is not a number")
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    if text[-1].isdigit():  # too large for a double: it became infinite
+        raise ValueError(f"{_shown(text)} is out of range (a double)")
+    raise ValueError(f"{_shown(text)} is not a finite number")
 
 
 def _to_bool(text):
@@ -86,6 +97,8 @@ def _to_bool(text):
 
 
 def _to_text(text):
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"too long ({len(text):,} characters, more than {MAX_TEXT:,})")
     return text
 
 
@@ -103,12 +116,18 @@ def _to_timestamp(text):
     """A timestamp with a UTC offset as ISO 8601 in UTC, so that strings sort in time order."""
     try:
         # The pattern keeps out what fromisoformat would also take ("T", "Z", no offset).
-        if _TIMESTAMP.fullmatch(text):
-            moment = datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
-            return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-    except (ValueError, OverflowError):
-        pass
-    raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
+        moment = datetime.datetime.fromisoformat(text) if _TIMESTAMP.fullmatch(text) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
+    try:
+        moment = moment.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise ValueError(
+            f"{_shown(text)} is out of range (before year 1 or after 9999 in UTC)"
+        ) from None
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 CONVERTERS = {
@@ -145,7 +164,8 @@ def _compile_fast_path(indexes_and_types):
     per field:
 
     - the tuple of wanted values, NULL as None, or None when an integer field is not plain
-      digits (int() alone would take " 1", "+1", "1_000");
+      digits (int() alone would take " 1", "+1", "1_000") or has 19 or more of them
+      (which may be out of range);
     - whether the wanted fields hold no NUL character and no backslash but whole NULLs.
     """
     fields = [f"fields[{index}]" for index, _ in indexes_and_types]
@@ -159,7 +179,8 @@ def _compile_fast_path(indexes_and_types):
     row = f"({values})"
     if integers:
         digits = f"(digits := ({' + '.join(integers)}).replace(_NULL, ''))"
-        row += f" if ({digits}.isdigit() or not digits) and digits.isascii() else None"
+        short = "".join(f" and len({field}) < 19" for field in integers)  # under 2**63
+        row += f" if ({digits}.isdigit() or not digits) and digits.isascii(){short} else None"
     every_field = "".join(f"{field}, " for field in fields)
     are_plain = (
         f"_NUL not in (wanted := ''.join(({every_field}))) "
@@ -224,7 +245,8 @@ class _Block:
         try:
             text = line.decode()
             fields = text.split("\t")
-            if len(fields) == self.width and (
+            # A line of at most MAX_TEXT bytes holds no text field too long.
+            if len(fields) == self.width and len(line) <= MAX_TEXT and (
                 (92 not in line and 0 not in line)
                 or ("\\\t" not in text and self.wanted_are_plain(fields))
             ):
@@ -281,8 +303,12 @@ def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
 
     Conversions: int, float, bool (t/f) and text as Python values; a date stays its
     "YYYY-MM-DD" text, checked to be a real date; a timestamp becomes UTC text
-    "YYYY-MM-DDTHH:MM:SS.ffffffZ". Raises DumpError for bad input (while iterating) and
-    ValueError at once for a type name it does not know.
+    "YYYY-MM-DDTHH:MM:SS.ffffffZ". What the catalogue cannot hold is bad input: an
+    integer out of SQLite's range (``shared.INTEGER_RANGE``), a float that is not finite
+    (NaN, Infinity, or too large for a double), a timestamp before year 1 or after 9999
+    in UTC, a text longer than ``shared.MAX_TEXT`` characters (as in catalogue files).
+    Raises DumpError for bad input (while iterating) and ValueError at once for a type
+    name it does not know.
     """
     for table, columns in wanted.items():
         for column, type_name in columns.items():
