@@ -241,20 +241,21 @@ class _Block:
     def convert(self, line, line_number):
         """The row of one line (without its newline) as a tuple of the wanted values."""
         # Fast path: no escape and no NUL among the wanted fields; a backslash elsewhere is
-        # fine unless it escapes a tab, which would move the fields' bounds.
-        try:
-            text = line.decode()
-            fields = text.split("\t")
-            # A line of at most MAX_TEXT bytes holds no text field too long.
-            if len(fields) == self.width and len(line) <= MAX_TEXT and (
-                (92 not in line and 0 not in line)
-                or ("\\\t" not in text and self.wanted_are_plain(fields))
-            ):
-                row = self.fast_row(fields)
-                if row is not None:
-                    return row
-        except (ValueError, KeyError):  # the slow path says which column and why
-            pass
+        # fine unless it escapes a tab, which would move the fields' bounds. A line of at
+        # most MAX_TEXT bytes holds no text too long: a longer one is not decoded whole.
+        if len(line) <= MAX_TEXT:
+            try:
+                text = line.decode()
+                fields = text.split("\t")
+                if len(fields) == self.width and (
+                    (92 not in line and 0 not in line)
+                    or ("\\\t" not in text and self.wanted_are_plain(fields))
+                ):
+                    row = self.fast_row(fields)
+                    if row is not None:
+                        return row
+            except (ValueError, KeyError):  # the slow path says which column and why
+                pass
         return self.convert_slowly(line, line_number)
 
     def convert_slowly(self, line, line_number):
