@@ -22,7 +22,7 @@ import re
 import zlib
 from pathlib import Path
 
-from ..shared import INTEGER_RANGE, MAX_TEXT
+from ..shared import INTEGER_RANGE, MAX_TEXT, shown
 
 GZIP_MAGIC = b"\x1f\x8b"
 CUSTOM_FORMAT_MAGIC = b"PGDMP"  # pg_dump --format=custom, which this reader does not take
@@ -61,31 +61,26 @@ class DumpError(Exception):
     "productions_credit:1234: nick_id: 'x' is not an integer"."""
 
 
-def _shown(text):
-    """A value as an error message quotes it: repr, cut short."""
-    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
-
-
 def _to_int(text):
     # int() alone would also take " 1", "1_000" and non-ASCII digits.
     digits = text[1:] if text[:1] == "-" else text
     if not (digits.isdigit() and digits.isascii()):
-        raise ValueError(f"{_shown(text)} is not an integer")
+        raise ValueError(f"{shown(text)} is not an integer")
     value = int(text)
     if not INTEGER_RANGE[0] <= value <= INTEGER_RANGE[1]:
-        raise ValueError(f"{_shown(text)} is out of range (a 64-bit integer)")
+        raise ValueError(f"{shown(text)} is out of range (a 64-bit integer)")
     return value
 
 
 def _to_float(text):
     if not _FLOAT.fullmatch(text):
-        raise ValueError(f"{_shown(text)} is not a number")
+        raise ValueError(f"{shown(text)} is not a number")
     value = float(text)
     if math.isfinite(value):
         return value
     if text[-1].isdigit():  # too large for a double: it became infinite
-        raise ValueError(f"{_shown(text)} is out of range (a double)")
-    raise ValueError(f"{_shown(text)} is not a finite number")
+        raise ValueError(f"{shown(text)} is out of range (a double)")
+    raise ValueError(f"{shown(text)} is not a finite number")
 
 
 def _to_bool(text):
@@ -93,7 +88,7 @@ def _to_bool(text):
         return True
     if text == "f":
         return False
-    raise ValueError(f"{_shown(text)} is not a boolean (t or f)")
+    raise ValueError(f"{shown(text)} is not a boolean (t or f)")
 
 
 def _to_text(text):
@@ -109,7 +104,7 @@ def _to_date(text):
             return text
     except ValueError:
         pass
-    raise ValueError(f"{_shown(text)} is not a date (YYYY-MM-DD)")
+    raise ValueError(f"{shown(text)} is not a date (YYYY-MM-DD)")
 
 
 def _to_timestamp(text):
@@ -120,12 +115,12 @@ def _to_timestamp(text):
     except ValueError:
         moment = None
     if moment is None:
-        raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
+        raise ValueError(f"{shown(text)} is not a timestamp with a UTC offset")
     try:
         moment = moment.astimezone(datetime.timezone.utc)
     except OverflowError:
         raise ValueError(
-            f"{_shown(text)} is out of range (before year 1 or after 9999 in UTC)"
+            f"{shown(text)} is out of range (before year 1 or after 9999 in UTC)"
         ) from None
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
