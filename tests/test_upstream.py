@@ -428,6 +428,24 @@ def test_an_id_out_of_range_on_the_command_line_is_one_line(tmp_path, sample_tex
     assert served.read_bytes() == before
 
 
+def test_what_an_export_holds_reaches_the_terminal_printable(tmp_path, sample_text, imported):
+    """A date the dump states and a table's name, with an escape, a carriage return and a
+    bidirectional mark in them, are shown escaped: on one line, moving no cursor."""
+    served = tmp_path / "served.sqlite3"
+    shutil.copyfile(imported[0], served)
+    runner = suite_app(served).test_cli_runner()
+    marks = "\x1b[2J\r\u202e"
+    head = "-- Started on 2026-11-27 10:00:00 UTC\x1b]0;\u202e\x07\n"  # a title, then bell
+    dated = _dump(tmp_path, head + sample_text)
+    assert runner.invoke(args=["load", str(dated)]).exit_code == 0
+    status = runner.invoke(args=["status"]).output
+    assert "  export's date: 2026-11-27 10:00:00 UTC\\x1b]0;\\u202e\\x07\n" in status
+    unended = sample_text + f'COPY public."a{marks}" (id) FROM stdin;\n1\n'
+    result = runner.invoke(args=["load", str(_dump(tmp_path, unended, "unended.sql.gz"))])
+    line = unended.count("\n")
+    assert result.output == f"a\\x1b[2J\\r\\u202e:{line}: the COPY block never ends\n"
+
+
 def test_values_at_the_limits_of_their_types_load_and_are_served(tmp_path, sample_text):
     first, start, end, _ = _row(sample_text, "productions_production")
     text = sample_text[:start] + sample_text[start : end + 1] + sample_text[start:]
