@@ -125,19 +125,21 @@ unfinished = altered("DELETE FROM productions WHERE id = (SELECT max(id) FROM pr
 without_an_index = altered("DROP INDEX productions_by_title_key")
 
 
-# What a server would show of a file: damaged, each answered 500 or 503 once served.
-not_a_time = altered("UPDATE catalogue_info SET loaded_at = 'not a time'")
-split_version = altered(
-    "UPDATE catalogue_info SET version = version || char(13, 10) || 'Set-Cookie: a=b'"
-)
-features_not_json = altered("UPDATE catalogue_info SET features = '[\"creation_times'")
-unknown_feature = altered("UPDATE catalogue_info SET features = '[\"everything\"]'")
-history_not_hex = altered("UPDATE catalogue_info SET history = 'not a digest'")
-load_counts_not_json = altered("UPDATE catalogue_loads SET counts = '{\"productions\": 1}'")
-load_time_not_a_time = altered("UPDATE catalogue_loads SET loaded_at = '2026-13-01T00:00:00Z'")
-size_not_a_number = altered(
-    "INSERT OR REPLACE INTO catalogue_source (key, value) VALUES ('size', '12 bytes')"
-)
+# (table, column, SQL value, what the refusal says)
+DAMAGED_FACTS = [
+    ("catalogue_info", "loaded_at", "'not a time'", "catalogue_info: loaded_at: 'not a time'"),
+    (
+        "catalogue_info",
+        "version",
+        "version || char(13, 10) || 'Set-Cookie: a=b'",
+        "catalogue_info: version: '",
+    ),
+    ("catalogue_info", "features", "'[\"creation_times'", "catalogue_info: features: '[\""),
+    ("catalogue_info", "features", "'[\"everything\"]'", "catalogue_info: features: "),
+    ("catalogue_info", "history", "'not a digest'", "catalogue_info: history: 'not a digest'"),
+    ("catalogue_loads", "counts", "'{\"productions\": 1}'", "catalogue_loads 1: counts: "),
+    ("catalogue_loads", "loaded_at", "'2026-13-01T00:00:00Z'", "catalogue_loads 1: loaded_at: "),
+]
 
 
 def changed_record(table, template):
@@ -196,14 +198,15 @@ def damaged(path, built):
         (damaged, "damaged: "),
         (unfinished, "an unfinished catalogue: productions holds 49 records, its count says 50"),
         (without_an_index, "an unfinished catalogue: no index productions_by_title_key"),
-        (not_a_time, "damaged: catalogue_info: loaded_at: 'not a time' is not a time"),
-        (split_version, "damaged: catalogue_info: version: '"),
-        (features_not_json, "damaged: catalogue_info: features: '[\"creation_times' is not"),
-        (unknown_feature, "damaged: catalogue_info: features: "),
-        (history_not_hex, "damaged: catalogue_info: history: 'not a digest' is not 32 hex"),
-        (load_counts_not_json, "damaged: catalogue_loads 1: counts: "),
-        (load_time_not_a_time, "damaged: catalogue_loads 1: loaded_at: "),
-        (size_not_a_number, "damaged: catalogue_source: size: '12 bytes' is not a number"),
+        # Facts a server shows: damaged, each answered 500 or 503 once served.
+        *(
+            (altered(f"UPDATE {table} SET {column} = {value}"), f"damaged: {message}")
+            for table, column, value, message in DAMAGED_FACTS
+        ),
+        (
+            altered("INSERT OR REPLACE INTO catalogue_source VALUES ('size', '12 bytes')"),
+            "damaged: catalogue_source: size: '12 bytes' is not a number of bytes",
+        ),
         (
             changed_record("productions_details", b'{"id": %(N)b, "title": "100%"}'),
             "damaged: the detail record of productions id ",
