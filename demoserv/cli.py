@@ -61,7 +61,7 @@ class Command(OneLineErrors, click.Command):
 
 
 def fail(message, exit_status=1):
-    click.echo(message, err=True)
+    progress.say(message, err=True)
     sys.exit(exit_status)
 
 
@@ -228,8 +228,8 @@ def load_command(source, wait, allow_empty, force):
             fail(str(error), getattr(error, "exit_status", 1))
         elapsed = time.monotonic() - started
         if outcome.download is not None and outcome.download.received:
-            click.echo(_downloaded(outcome))
-        click.echo(_loaded(outcome, target, elapsed))
+            progress.say(_downloaded(outcome))
+        progress.say(_loaded(outcome, target, elapsed))
 
 
 def _downloaded(outcome):
@@ -282,7 +282,7 @@ def rollback_command(wait):
             counts = install.rollback(target, wait=wait)
         except install.InstallError as error:
             fail(str(error))
-        click.echo(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")
+        progress.say(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")
 
 
 @click.command("status")
@@ -304,7 +304,7 @@ def status_command():
     if leftovers:
         lines += ["", "Left by an interrupted load (the next load or rollback removes them):"]
         lines += [f"  {path} ({progress.size(path.stat().st_size)})" for path in leftovers]
-    click.echo("\n".join(lines))
+    progress.say("\n".join(lines))
 
 
 @click.command("export")
@@ -320,7 +320,7 @@ def export_command(target):
     catalogue = get_database().current()
     with catalogue.engine.connect() as connection:
         counts = export_catalogue(connection, target)
-    click.echo(f"Exported {progress.counts(counts)} to {target}.")
+    progress.say(f"Exported {progress.counts(counts)} to {target}.")
 
 
 @click.command("settings")

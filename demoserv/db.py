@@ -26,7 +26,7 @@ from . import tables
 from .errors import APIError
 from .listing_cache import Listings
 from .listing_guard import EXTENSION as LISTING_GUARD
-from .shared import connect_read_only
+from .shared import connect_read_only, facts_error
 from .stored import RecordCodec
 
 log = logging.getLogger(__name__)
@@ -201,6 +201,16 @@ class Database:
                 f"{self.path}: not a catalogue of this version of the service ({mismatch})",
                 "its database file was not built by this version of the service; "
                 "load the catalogue again.",
+            )
+        # What reaches every answer's headers, in the forms a build writes: a file put in
+        # place without a load's check (by hand, a rollback) is refused, not answered 500.
+        damaged = facts_error(info["version"], info["loaded_at"], info["history"])
+        if damaged:
+            engine.dispose()
+            self._fail(
+                file_id,
+                f"{self.path}: damaged catalogue facts ({damaged})",
+                "its database file cannot be read.",
             )
         self._failure = None
         previous, self._current = (

@@ -213,8 +213,11 @@ class AtMost(Filter):
         return int(values[-1])
 
     def array(self, values):
-        never = np.iinfo(np.int32).max  # no value: matches no bound
-        return np.array([never if value is None else value for value in values], dtype=np.int32)
+        # No value matches no bound, nor does one past any bound (at most 9 digits): both
+        # are int32's largest; one below int32's range matches every bound, as its least.
+        never = np.iinfo(np.int32).max
+        held = np.array([never if value is None else value for value in values], dtype=np.int64)
+        return np.clip(held, np.iinfo(np.int32).min, never).astype(np.int32)
 
     def array_mask(self, values, value):
         return values <= value

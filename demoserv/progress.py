@@ -1,6 +1,8 @@
 """What the commands print while they work and when they are done: progress bars on a
 terminal, retries of a download, and sizes, counts and durations formatted one way
-(counts with thousands separators, sizes in kB/MB/GB with one decimal, seconds with one)."""
+(counts with thousands separators, sizes in kB/MB/GB with one decimal, seconds with one).
+Text that comes from a file or a server (names, messages, facts) is shown ``printable``:
+it can neither move the cursor nor split a line."""
 
 import sys
 import time
@@ -9,6 +11,19 @@ import click
 
 from .catalogue import fetch
 from .catalogue.reporting import Progress
+
+
+def printable(text):
+    """``text`` with each character that is not printable (a control character such as a
+    carriage return or an escape, a line separator, a bidirectional mark) as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+def say(text, err=False):
+    """Print ``text`` (lines of a command's output) with every line ``printable``."""
+    click.echo("\n".join(printable(line) for line in text.split("\n")), err=err)
 
 
 def count(number):
@@ -60,7 +75,10 @@ class TerminalProgress(Progress):
         self.records = 0
         self.started = time.monotonic()
         self.bar = click.progressbar(
-            length=size, label=f"{name:<22}", item_show_func=self._status, file=sys.stdout
+            length=size,
+            label=f"{printable(name):<22}",
+            item_show_func=self._status,
+            file=sys.stdout,
         )
         self.bar.__enter__()
 
@@ -68,7 +86,7 @@ class TerminalProgress(Progress):
         if records is None:
             return ""
         if self.table is not None:  # a dump: the table being read and its rows
-            return f"{self.table}: {count(self.table_rows)} rows"
+            return f"{printable(self.table)}: {count(self.table_rows)} rows"
         rate = records / max(time.monotonic() - self.started, 1e-6)
         return f"{count(records)} records, {rate:,.0f}/s"
 
@@ -91,10 +109,7 @@ class Retries(fetch.DownloadProgress):
     time until the next."""
 
     def retrying(self, attempt, attempts, cause, wait):
-        click.echo(
-            f"Attempt {attempt} of {attempts} failed: {cause}; next in {seconds(wait)}",
-            err=True,
-        )
+        say(f"Attempt {attempt} of {attempts} failed: {cause}; next in {seconds(wait)}", err=True)
 
 
 class DownloadBar(Retries):

@@ -13,15 +13,25 @@ import math
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from .shared import MAX_ID, SUPERTYPES, TIMESTAMP_RANGE, partial_date_error, timestamp_key
-
-MAX_TEXT = 1_000_000  # characters in one text field
+from .shared import (
+    INTEGER_RANGE,
+    MAX_ID,
+    MAX_TEXT,
+    SUPERTYPES,
+    TIMESTAMP_RANGE,
+    partial_date_error,
+    timestamp_key,
+)
 
 
 class StrictInteger(fields.Integer):
+    """A JSON integer that SQLite can hold (``shared.INTEGER_RANGE``)."""
+
     def _validated(self, value):
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.make_error("invalid")
+        if not INTEGER_RANGE[0] <= value <= INTEGER_RANGE[1]:
+            raise ValidationError("out of range (a 64-bit integer).")
         return value
 
 

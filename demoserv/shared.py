@@ -8,7 +8,17 @@ import sqlite3
 import unicodedata
 from urllib.parse import quote
 
-MAX_ID = 2**63 - 1  # SQLite's integer range; a larger id cannot name a record
+# What an SQLite INTEGER holds (PostgreSQL's bigint too); a larger id cannot name a record.
+INTEGER_RANGE = (-(2**63), 2**63 - 1)
+MAX_ID = INTEGER_RANGE[1]
+MAX_TEXT = 1_000_000  # characters in one text field, of a catalogue file or the export
+# A catalogue file's facts as a build writes them (catalogue_info, catalogue_loads): its
+# version and its history's digest in hexadecimal, times in UTC to the second. They reach
+# headers (ETag, X-Catalogue-Version, Last-Modified) and terminals only in these forms.
+DIGEST_DIGITS = 32
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_DIGEST = re.compile(f"[0-9a-f]{{{DIGEST_DIGITS}}}")
+_TIME = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 # The days a date can name, and the moments a timestamp can (Python's datetime, in UTC).
 DATE_RANGE = "from 0001-01-01 to 9999-12-31"
 TIMESTAMP_RANGE = "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"
@@ -68,6 +78,45 @@ def timestamp_key(value):
             raise ValueError(value) from None
     # isoformat, not strftime: "%Y" does not pad the years before 1000 to four digits.
     return moment.isoformat(timespec="microseconds") + "Z"
+
+
+def shown(value, limit=40):
+    """A value as a one-line message quotes it: its repr (control characters, line breaks
+    and bidirectional marks escaped), cut short."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return repr(value[:limit]) + "..."
+    return repr(value)
+
+
+def digest_error(value):
+    """What is wrong with ``value`` as a catalogue version or history digest, or None."""
+    if isinstance(value, str) and _DIGEST.fullmatch(value):
+        return None
+    return f"{shown(value)} is not {DIGEST_DIGITS} hexadecimal digits"
+
+
+def time_error(value):
+    """What is wrong with ``value`` as a time a build writes (TIME_FORMAT), or None."""
+    try:
+        if isinstance(value, str) and _TIME.fullmatch(value):
+            datetime.datetime.strptime(value, TIME_FORMAT)
+            return None
+    except ValueError:
+        pass
+    return f"{shown(value)} is not a time (YYYY-MM-DDTHH:MM:SSZ)"
+
+
+def facts_error(version, loaded_at, history):
+    """What is wrong with a catalogue file's version, load time and history digest as
+    its ``catalogue_info`` holds them (``history`` may be None), or None."""
+    for name, error in (
+        ("version", digest_error(version)),
+        ("loaded_at", time_error(loaded_at)),
+        ("history", history and digest_error(history)),
+    ):
+        if error:
+            return f"{name}: {error}"
+    return None
 
 
 def sortable_title(title):

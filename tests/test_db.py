@@ -214,6 +214,40 @@ def test_a_file_of_another_schema_is_503_logged_once(
     assert client.get("/api/v1/productions/").status_code == 200
 
 
+@pytest.mark.parametrize(
+    "statement, logged",
+    [
+        (
+            "UPDATE catalogue_info SET version = version || char(13, 10) || 'Set-Cookie: a=b'",
+            "version: '",
+        ),
+        ("UPDATE catalogue_info SET loaded_at = 'not a time'", "loaded_at: 'not a time' is not"),
+        ("UPDATE catalogue_info SET history = '<history>'", "history: '<history>' is not 32"),
+    ],
+)
+def test_a_file_put_in_place_with_damaged_facts_is_503_logged_once(
+    make_app, tmp_path, catalogue_dir, caplog, statement, logged
+):
+    """A load refuses such a file (test_prebuilt.py); one put in place by hand, or by a
+    rollback to a file loaded before that check, is refused too, never answered 500."""
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(catalogue_dir, database)
+    _alter(database, statement)
+    client = make_app(database).test_client()
+    with caplog.at_level("INFO", logger="demoserv.db"):
+        for path in ("/api/v1/productions/", "/api/v1/bbses/1/") * 2:
+            response = client.get(path)
+            assert response.status_code == 503
+            assert "Set-Cookie" not in response.headers
+            assert response.json["detail"] == (
+                "The catalogue is not available: its database file cannot be read."
+            )
+    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.db"]
+    assert len(errors) == 1 and "\n" not in errors[0] and "\r" not in errors[0]
+    assert errors[0].startswith(f"cannot serve the catalogue: {database}: damaged catalogue ")
+    assert logged in errors[0]
+
+
 def test_a_file_built_before_a_declaration_changed_is_503(
     make_app, loaded_database, tmp_path, monkeypatch
 ):

@@ -173,6 +173,9 @@ def test_links_keep_filters(client):
         ("/api/v1/productions/?released_since=0000", "released_since"),
         ("/api/v1/productions/?competition_placing_min=1000000000", "competition_placing_min"),
         ("/api/v1/productions/?author=9223372036854775808", "author"),
+        # Before year 1 and after 9999 in UTC: out of range, not a 500.
+        ("/api/v1/productions/?added_before=0001-01-01T00:00:00%2B01:00", "added_before"),
+        ("/api/v1/releasers/?updated_since=9999-12-31T23:00:00-05:00", "updated_since"),
     ],
 )
 def test_invalid_filter_values_are_400_naming_the_parameter(client, path, parameter):

@@ -17,6 +17,7 @@ from demoserv.catalogue.scratch import Scratch
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import read_only_engine
 from demoserv.resources import BY_NAME
+from demoserv.shared import MAX_TEXT
 
 from . import oracle
 from .conftest import walk
@@ -750,3 +751,114 @@ def test_orders_of_releases_and_memberships_given_on_one_side(tmp_path, make_app
     assert [member["member"]["id"] for member in members] == [30, 31]
     groups = client.get("/api/v1/releasers/31/").json["member_of"]
     assert [group["group"]["id"] for group in groups] == [41, 40]  # as given
+
+
+def _screenshot(width):
+    screenshot = {}
+    for size in ("original", "standard", "thumbnail"):
+        screenshot.update({f"{size}_url": f"https://example.com/{size}.png"})
+        screenshot.update({f"{size}_width": 1, f"{size}_height": 1})
+    return {**screenshot, "original_width": width}
+
+
+# A value of each type past what the catalogue can hold, or not of its type at all.
+VALUES_REFUSED = [
+    ("productions", {"id": 2**63}, "id: out of range (a 64-bit integer)."),
+    (
+        "productions",
+        {"competition_placings": [_placing(77, 2**63)]},
+        "competition_placings.0.position: out of range (a 64-bit integer).",
+    ),
+    (
+        "productions",
+        {"competition_placings": [_placing(77, -(2**63) - 1)]},
+        "competition_placings.0.position: Not a valid integer.",
+    ),
+    ("productions", {"screenshots": [_screenshot(2**31)]}, "screenshots.0.original_width: "),
+    ("productions", {"created_at": "0001-01-01T00:00:00+05:00"}, "created_at: "),
+    ("productions", {"updated_at": "9999-12-31T23:59:59-00:01"}, "updated_at: "),
+    ("productions", {"updated_at": "10000-01-01"}, "updated_at: "),
+    ("productions", {"release_date": "0000"}, 'release_date: "0000" is not a real date.'),
+    ("productions", {"release_date": "10000-01-01"}, "release_date: "),
+    ("productions", {"title": "x" * (MAX_TEXT + 1)}, "title: too long (more than 1000000"),
+    ("parties", {"latitude": 90.000001}, "latitude: "),
+    ("parties", {"longitude": -1e308}, "longitude: "),
+    ("parties", {"start_date": "0001-02-29"}, 'start_date: "0001-02-29" is not a real date.'),
+]
+
+
+@pytest.mark.parametrize(
+    "name, fields, message", VALUES_REFUSED, ids=[str(case[1])[:40] for case in VALUES_REFUSED]
+)
+def test_a_value_past_its_types_limits_is_refused_in_one_line(served, name, fields, message):
+    database, bad = served
+    write_lines(bad, "parties", [PARTY])
+    write_lines(bad, "productions", [PRODUCTION])
+    write_lines(bad, name, [{**(PARTY if name == "parties" else PRODUCTION), **fields}])
+    before = database.read_bytes()
+    with pytest.raises(CatalogueError) as error:
+        load_catalogue(bad, database)
+    assert str(error.value).startswith(f"{name}.jsonl:1: {message}"), str(error.value)
+    assert "\n" not in str(error.value)
+    assert database.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "number, message",
+    [
+        (b"1e309", "invalid JSON: number is infinity when parsed as double at column "),
+        (b"NaN", "invalid JSON: unexpected character, expected a JSON value at column "),
+        (b"-Infinity", "invalid JSON: "),
+    ],
+)
+def test_a_number_json_cannot_hold_is_refused_in_one_line(served, number, message):
+    database, bad = served
+    line = json.dumps(PARTY).replace("60.2", number.decode()).encode() + b"\n"
+    write_lines(bad, "parties", [line])
+    assert_fails(bad, database, f"parties.jsonl:1: {message}")
+
+
+def test_values_at_the_limits_of_their_types_load_and_are_served(tmp_path, make_app):
+    source = tmp_path / "src"
+    largest = 2**63 - 1
+    write_lines(
+        source,
+        "parties",
+        [{**PARTY, "latitude": -90.0, "longitude": 180.0, "start_date": "0001-01-01"}],
+    )
+    extreme = {
+        **PRODUCTION,
+        "id": largest,
+        "title": "x" * MAX_TEXT,
+        "release_date": "9999-12-31",
+        "created_at": "0001-01-01",
+        "updated_at": "9999-12-31T23:59:59.999999Z",
+        "competition_placings": [_placing(77, largest)],
+        "screenshots": [_screenshot(2**31 - 1)],
+    }
+    least = {**PRODUCTION, "id": 2, "competition_placings": [_placing(77, -(2**63))]}
+    write_lines(source, "productions", [extreme, least])
+    database = tmp_path / "db.sqlite3"
+    load_catalogue(source, database)
+    client = make_app(database).test_client()
+    record = client.get(f"/api/v1/productions/{largest}/").json
+    assert record["title"] == extreme["title"] and record["release_date"] == "9999-12-31"
+    assert [p["position"] for p in record["competition_placings"]] == [largest]
+    assert record["screenshots"][0]["original_width"] == 2**31 - 1
+    placings = client.get("/api/v1/productions/2/").json["competition_placings"]
+    assert [p["position"] for p in placings] == [-(2**63)]
+    party = client.get("/api/v1/parties/5/").json
+    assert (party["latitude"], party["longitude"], party["start_date"]) == (-90, 180, "0001-01-01")
+    listings = {
+        "competition_placing_min=0": [2],
+        "competition_placing_min=999999999": [2],
+        "released_since=9999-12-31": [largest],
+        "added_before=0001-01-02": [largest],
+        "updated_since=9999-12-31T23:59:59.999999": [largest],
+    }
+    for query, ids in listings.items():
+        assert walk_ids(client, f"/api/v1/productions/?{query}") == ids, query
+
+
+def walk_ids(client, url):
+    return [record["id"] for page in walk(client, url) for record in page["results"]]

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from demoserv.catalogue.pgdump import PROGRESS_EVERY, DumpError, read_tables
+from demoserv.catalogue.pgdump import LINE_LIMIT, PROGRESS_EVERY, DumpError, read_tables
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 
@@ -97,9 +97,9 @@ def values_of(write_dump, column_type, *fields):
     return [row[0] for _, _, row in read_tables(path, {"t": {"v": column_type}})]
 
 
-def error_of(path, wanted):
+def error_of(path, wanted, **options):
     with pytest.raises(DumpError) as caught:
-        for _ in read_tables(path, wanted):
+        for _ in read_tables(path, wanted, **options):
             pass
     return str(caught.value)
 
@@ -363,6 +363,61 @@ def test_reads_from_a_pipe_once_without_temporary_files_or_programs(
 # How it fails
 
 
+def test_long_lines_outside_the_wanted_rows_are_read_past_without_holding_them(write_dump):
+    """Before the first COPY block, between blocks, in an unwanted block, and as a line
+    that starts like a COPY header: each 10 MB line is read past a chunk at a time, past a
+    limit of 1,000 bytes, and the line numbers after them stay those of the text."""
+    long = b"x" * 10_000_000
+    text = (
+        long + b"\n" + HEAD
+        + b"COPY public.unwanted (a) FROM stdin;\n" + long + b"\n\\.\n"
+        + long + b"\n"
+        + b"COPY public.t (a) FROM stdin; -- " + long + b"\n"
+        + b"COPY public.t (a) FROM stdin;\n1\nx\n\\.\n" + TAIL
+    )  # fmt: skip
+    path = write_dump(text)
+    tracemalloc.start()
+    try:
+        message = error_of(path, {"t": {"a": "int"}}, line_limit=1_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # 1 long line, HEAD's 17, 3 of the unwanted block, 1 long, the cut header, then t's.
+    assert message == "t:26: a: 'x' is not an integer"
+    assert peak < 5_000_000  # the reader's chunks of 1 MiB, never a whole line
+
+
+@pytest.mark.parametrize("newline", [b"\n", b""], ids=["newline", "end of file"])
+def test_a_wanted_row_at_the_limit_is_read_and_one_byte_longer_is_refused(write_dump, newline):
+    at_limit = b"1\t" + b"y" * 98
+    path = write_dump(one_table(["a", "b"], [at_limit]))
+    rows = [row for _, _, row in read_tables(path, {"t": {"b": "text"}}, line_limit=100)]
+    assert rows == [("y" * 98,)]
+    text = HEAD + b"COPY public.t (a, b) FROM stdin;\n1\tz\n" + at_limit + b"y" + newline
+    message = error_of(write_dump(text), {"t": {"b": "text"}}, line_limit=100)
+    assert message == (
+        "t:20: a row longer than 100 bytes, the limit of a line (no real row comes near it)"
+    )
+
+
+def test_a_row_longer_than_the_limit_is_refused_having_read_only_the_limit(write_dump):
+    path = write_dump(one_table(["a"], [b"1", b"2" * 20_000_000]))
+    tracemalloc.start()
+    try:
+        message = error_of(path, {"t": {"a": "int"}}, line_limit=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert message == (
+        "t:20: a row longer than 1 MiB, the limit of a line (no real row comes near it)"
+    )
+    assert peak < 4 << 20  # the limit and one copy of it, not the 20 MB row
+
+
+def test_the_line_limit_is_more_than_any_real_row():
+    assert LINE_LIMIT == 64 << 20
+
+
 def test_error_message_names_table_line_and_column(write_dump):
     path = write_dump(one_table(["id", "nick_id"], [b"1\t2", b"2\tx"], table="productions_credit"))
     message = error_of(path, {"productions_credit": {"nick_id": "int"}})
@@ -433,8 +488,24 @@ GOOD_VALUES = {
         (
             "timestamp",
             b"9999-12-31 23:00:00-05",  # past the year 9999 in UTC
-            "'9999-12-31 23:00:00-05' is not a timestamp with a UTC offset",
+            "'9999-12-31 23:00:00-05' is out of range (before year 1 or after 9999 in UTC)",
         ),
+        (
+            "timestamp",
+            b"0001-01-01 00:00:00+00:00:01",
+            "'0001-01-01 00:00:00+00:00:01' is out of range (before year 1 or after 9999 in UTC)",
+        ),
+        ("int", b"9223372036854775808", "'9223372036854775808' is out of range (a 64-bit integer)"),
+        (
+            "int",
+            b"-9223372036854775809",
+            "'-9223372036854775809' is out of range (a 64-bit integer)",
+        ),
+        ("int", b"1" + b"0" * 40, f"'{'1' + '0' * 39}'... is out of range (a 64-bit integer)"),
+        ("float", b"NaN", "'NaN' is not a finite number"),
+        ("float", b"-Infinity", "'-Infinity' is not a finite number"),
+        ("float", b"1e309", "'1e309' is out of range (a double)"),
+        ("text", b"x" * 1_000_001, "too long (1,000,001 characters, more than 1,000,000)"),
         ("text", b"\\0", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\x00b", "contains a NUL character, which PostgreSQL text cannot hold"),
         ("text", b"a\\000", "contains a NUL character, which PostgreSQL text cannot hold"),
@@ -447,6 +518,46 @@ GOOD_VALUES = {
 def test_a_bad_value_names_its_table_line_and_column(write_dump, column_type, field, what):
     path = write_dump(one_table(["id", "v"], [b"1\t" + GOOD_VALUES[column_type], b"2\t" + field]))
     assert error_of(path, {"t": {"id": "int", "v": column_type}}) == f"t:20: v: {what}"
+
+
+@pytest.mark.parametrize(
+    "column_type, fields, values",
+    [
+        (
+            "int",
+            [b"9223372036854775807", b"-9223372036854775808", b"999999999999999999", b"0"],
+            [2**63 - 1, -(2**63), 10**18 - 1, 0],
+        ),
+        (
+            "float",
+            [b"1.7976931348623157e308", b"-1e308", b"5e-324", b"1e-400"],
+            [1.7976931348623157e308, -1e308, 5e-324, 0.0],
+        ),
+        ("date", [b"0001-01-01", b"9999-12-31"], ["0001-01-01", "9999-12-31"]),
+        (
+            "timestamp",
+            [
+                b"0001-01-01 00:00:00+00",
+                b"0001-01-01 12:00:00+11:59:59",
+                b"9999-12-31 23:59:59.999999-00",
+            ],
+            [
+                "0001-01-01T00:00:00.000000Z",
+                "0001-01-01T00:00:01.000000Z",
+                "9999-12-31T23:59:59.999999Z",
+            ],
+        ),
+        (
+            "text",
+            [b"x" * 1_000_000, "\u00e9".encode() * 1_000_000],  # 1,000,000 characters each
+            ["x" * 1_000_000, "\u00e9" * 1_000_000],
+        ),
+    ],
+    ids=["int", "float", "date", "timestamp", "text"],
+)
+def test_values_at_the_limits_of_their_type_are_read(write_dump, column_type, fields, values):
+    path = write_dump(one_table(["id", "v"], [b"1\t" + field for field in fields]))
+    assert [row[0] for _, _, row in read_tables(path, {"t": {"v": column_type}})] == values
 
 
 def test_a_long_bad_value_is_cut_short_in_the_message(write_dump):

@@ -6,6 +6,7 @@ import sqlite3
 import stat
 
 import pytest
+import zstandard
 
 from demoserv.catalogue.install import previous_path
 from demoserv.catalogue.prebuilt import install_built
@@ -124,6 +125,48 @@ unfinished = altered("DELETE FROM productions WHERE id = (SELECT max(id) FROM pr
 without_an_index = altered("DROP INDEX productions_by_title_key")
 
 
+# (table, column, SQL value, what the refusal says)
+DAMAGED_FACTS = [
+    ("catalogue_info", "loaded_at", "'not a time'", "catalogue_info: loaded_at: 'not a time'"),
+    (
+        "catalogue_info",
+        "version",
+        "version || char(13, 10) || 'Set-Cookie: a=b'",
+        "catalogue_info: version: '",
+    ),
+    ("catalogue_info", "features", "'[\"creation_times'", "catalogue_info: features: '[\""),
+    ("catalogue_info", "features", "'[\"everything\"]'", "catalogue_info: features: "),
+    ("catalogue_info", "history", "'not a digest'", "catalogue_info: history: 'not a digest'"),
+    ("catalogue_loads", "counts", "'{\"productions\": 1}'", "catalogue_loads 1: counts: "),
+    ("catalogue_loads", "loaded_at", "'2026-13-01T00:00:00Z'", "catalogue_loads 1: loaded_at: "),
+]
+
+
+def changed_record(table, template):
+    """A copy of the built file with the first record of ``table`` stored as the raw
+    ``template`` (compressed with its dictionary, as the build stores records)."""
+
+    def make(path, built):
+        path.write_bytes(built.read_bytes())
+        connection = sqlite3.connect(path)
+        resource = table.removesuffix("_details")
+        kind = "list" if resource == table else "detail"
+        (dictionary,) = connection.execute(
+            "SELECT data FROM dictionaries WHERE resource = ? AND kind = ?", (resource, kind)
+        ).fetchone()
+        data = zstandard.ZstdCompressionDict(dictionary)
+        stored = zstandard.ZstdCompressor(dict_data=data).compress(template)
+        if template == b"not zstd":
+            stored = template
+        connection.execute(
+            f"UPDATE {table} SET doc = ? WHERE id = (SELECT min(id) FROM {table})", (stored,)
+        )
+        connection.commit()
+        connection.close()
+
+    return make
+
+
 def truncated(path, built):
     data = built.read_bytes()
     path.write_bytes(data[: len(data) // 2])
@@ -155,6 +198,27 @@ def damaged(path, built):
         (damaged, "damaged: "),
         (unfinished, "an unfinished catalogue: productions holds 49 records, its count says 50"),
         (without_an_index, "an unfinished catalogue: no index productions_by_title_key"),
+        # Facts a server shows: damaged, each answered 500 or 503 once served.
+        *(
+            (altered(f"UPDATE {table} SET {column} = {value}"), f"damaged: {message}")
+            for table, column, value, message in DAMAGED_FACTS
+        ),
+        (
+            altered("INSERT OR REPLACE INTO catalogue_source VALUES ('size', '12 bytes')"),
+            "damaged: catalogue_source: size: '12 bytes' is not a number of bytes",
+        ),
+        (
+            changed_record("productions_details", b'{"id": %(N)b, "title": "100%"}'),
+            "damaged: the detail record of productions id ",
+        ),
+        (
+            changed_record("parties", b"not zstd"),
+            "damaged: the list record of parties id ",
+        ),
+        (
+            changed_record("platforms", b'{"id": 0, "name": "another record"}'),
+            "damaged: the list record of platforms id ",
+        ),
     ],
 )
 def test_a_file_that_is_not_a_sound_catalogue_is_refused(served, built, tmp_path, make, message):

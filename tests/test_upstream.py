@@ -6,6 +6,7 @@ under "Differences from the upstream": orders the upstream leaves to its databas
 import gzip
 import json
 import re
+import shutil
 import tarfile
 from itertools import groupby
 from pathlib import Path
@@ -13,9 +14,10 @@ from urllib.parse import unquote
 
 import pytest
 
+from demoserv.catalogue.pgdump import LINE_LIMIT
 from demoserv.catalogue.reporting import CatalogueError
 from demoserv.catalogue.sources import load_catalogue
-from demoserv.shared import sortable_title
+from demoserv.shared import MAX_TEXT, sortable_title
 
 from .conftest import DECLARED_PAGE_SIZES, page_sizes, suite_app
 
@@ -351,6 +353,188 @@ def test_a_missing_table_fails_and_extra_ones_are_fine(tmp_path, sample_text):
     extra = extra[:body_start] + "".join(f"x\t{row}\n" for row in rows) + extra[body_end:]
     counts, _ = load_catalogue(_dump(tmp_path, extra, "extra.sql.gz"), served)
     assert counts["platforms"] == 90
+
+
+def _row(text, table, number=0):
+    """Row ``number`` (0: the first) of ``table``'s COPY block in ``text``: its fields by
+    column, its start and end offsets, and its line."""
+    header = text.index(f"COPY public.{table} ")
+    names = text[text.index("(", header) + 1 : text.index(")", header)].split(", ")
+    start = text.index("\n", header) + 1
+    for _ in range(number):
+        start = text.index("\n", start) + 1
+    end = text.index("\n", start)
+    fields = dict(zip((name.strip('"') for name in names), text[start:end].split("\t")))
+    return fields, start, end, text[:start].count("\n") + 1
+
+
+def _with_fields(text, table, values, number=0):
+    """``text`` with the fields ``values`` ({column: text}) of row ``number`` of ``table``
+    replaced, and that row's line."""
+    fields, start, end, line = _row(text, table, number)
+    fields.update(values)
+    return text[:start] + "\t".join(fields.values()) + text[end:], line
+
+
+# A value of each type past what the catalogue can hold, or not of its type at all.
+VALUES_REFUSED = [
+    ("productions_production", "id", str(2**63), "is out of range (a 64-bit integer)"),
+    ("productions_screenshot", "original_width", str(-(2**63) - 1), "is out of range"),
+    ("parties_competitionplacing", "position", "9" * 30, "is out of range (a 64-bit integer)"),
+    ("parties_party", "latitude", "NaN", "is not a finite number"),
+    ("bbs_bbs", "longitude", "-Infinity", "is not a finite number"),
+    ("parties_party", "longitude", "1e309", "is out of range (a double)"),
+    ("productions_production", "release_date_date", "0000-12-31", "is not a date"),
+    ("parties_party", "end_date_date", "10000-01-01", "is not a date"),
+    ("parties_competition", "shown_date_date", "2025-02-29", "is not a date"),
+    ("productions_production", "created_at", "0001-01-01 00:00:00+01", "is out of range"),
+    ("demoscene_releaser", "updated_at", "9999-12-31 23:59:59-00:01", "is out of range"),
+    ("demoscene_releaser", "created_at", "2026-01-01 00:00:00+24", "is not a timestamp"),
+    ("demoscene_releaser", "is_group", "true", "is not a boolean (t or f)"),
+    ("productions_production", "title", "x" * (MAX_TEXT + 1), "too long (1,000,001 characters"),
+]
+
+
+@pytest.mark.parametrize(
+    "table, column, value, what", VALUES_REFUSED, ids=[f"{c[0]}.{c[1]}" for c in VALUES_REFUSED]
+)
+def test_a_value_past_its_types_limits_is_refused_in_one_line(
+    tmp_path, sample_text, imported, table, column, value, what
+):
+    served = tmp_path / "served.sqlite3"
+    shutil.copyfile(imported[0], served)
+    before = served.read_bytes()
+    text, line = _with_fields(sample_text, table, {column: value})
+    with pytest.raises(CatalogueError) as error:
+        load_catalogue(_dump(tmp_path, text), served)
+    message = str(error.value)
+    assert message.startswith(f"{table}:{line}: {column}: ") and what in message, message
+    assert "\n" not in message
+    assert served.read_bytes() == before
+
+
+def test_an_id_out_of_range_on_the_command_line_is_one_line(tmp_path, sample_text, imported):
+    """As reported: a production id of 2**63 ended the load in a traceback."""
+    served = tmp_path / "served.sqlite3"
+    shutil.copyfile(imported[0], served)
+    before = served.read_bytes()
+    text, line = _with_fields(sample_text, "productions_production", {"id": str(2**63)})
+    result = suite_app(served).test_cli_runner().invoke(args=["load", str(_dump(tmp_path, text))])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"productions_production:{line}: id: '9223372036854775808' is out of range "
+        "(a 64-bit integer)\n"
+    )
+    assert served.read_bytes() == before
+
+
+def test_what_an_export_holds_reaches_the_terminal_printable(tmp_path, sample_text, imported):
+    """A date the dump states and a table's name, with an escape, a carriage return and a
+    bidirectional mark in them, are shown escaped: on one line, moving no cursor."""
+    served = tmp_path / "served.sqlite3"
+    shutil.copyfile(imported[0], served)
+    runner = suite_app(served).test_cli_runner()
+    marks = "\x1b[2J\r\u202e"
+    head = "-- Started on 2026-11-27 10:00:00 UTC\x1b]0;\u202e\x07\n"  # a title, then bell
+    dated = _dump(tmp_path, head + sample_text)
+    assert runner.invoke(args=["load", str(dated)]).exit_code == 0
+    status = runner.invoke(args=["status"]).output
+    assert "  export's date: 2026-11-27 10:00:00 UTC\\x1b]0;\\u202e\\x07\n" in status
+    unended = sample_text + f'COPY public."a{marks}" (id) FROM stdin;\n1\n'
+    result = runner.invoke(args=["load", str(_dump(tmp_path, unended, "unended.sql.gz"))])
+    line = unended.count("\n")
+    assert result.output == f"a\\x1b[2J\\r\\u202e:{line}: the COPY block never ends\n"
+
+
+def test_values_at_the_limits_of_their_types_load_and_are_served(tmp_path, sample_text):
+    first, start, end, _ = _row(sample_text, "productions_production")
+    text = sample_text[:start] + sample_text[start : end + 1] + sample_text[start:]
+    largest = str(2**63 - 1)
+    production = {  # a production of its own, the first one's copy
+        "id": largest,
+        "title": "x" * MAX_TEXT,
+        "release_date_date": "9999-12-31",
+        "release_date_precision": "d",
+        "created_at": "0001-01-01 00:00:00+00",
+        "updated_at": "9999-12-31 23:59:59.999999+00",
+    }
+    text, _ = _with_fields(text, "productions_production", production)
+    for table, values, number in [
+        ("parties_competitionplacing", {"position": largest}, 0),
+        ("parties_competitionplacing", {"position": str(-(2**63))}, 1),
+        ("parties_party", {"latitude": "1.7976931348623157e308", "longitude": "-1e308"}, 0),
+        ("parties_party", {"start_date_date": "0001-01-01", "start_date_precision": "d"}, 0),
+        ("productions_screenshot", {"original_width": largest}, 0),
+        ("demoscene_releaser", {"updated_at": "0001-01-01 12:00:00+11:59:59"}, 0),
+    ]:
+        text, _ = _with_fields(text, table, values, number)
+    served = tmp_path / "served.sqlite3"
+    counts, _ = load_catalogue(_dump(tmp_path, text), served)
+    client = suite_app(served).test_client()
+    record = client.get(f"/api/v1/productions/{largest}/").json
+    assert record["title"] == production["title"] and record["release_date"] == "9999-12-31"
+    placings = [_row(text, "parties_competitionplacing", number)[0] for number in (0, 1)]
+    for placing in placings:
+        record = client.get(f"/api/v1/productions/{placing['production_id']}/").json
+        positions = [item["position"] for item in record["competition_placings"]]
+        assert int(placing["position"]) in positions
+    party = client.get(f"/api/v1/parties/{_row(text, 'parties_party')[0]['id']}/").json
+    assert (party["latitude"], party["longitude"], party["start_date"]) == (
+        1.7976931348623157e308,
+        -1e308,
+        "0001-01-01",
+    )
+    listings = {
+        "competition_placing_min=0": 1,  # the placing at -2**63 alone
+        "released_since=9999-12-31": 1,
+        "added_before=0001-01-02": 1,
+        "updated_since=9999-12-31": 1,
+    }
+    for query, count in listings.items():
+        assert client.get(f"/api/v1/productions/?{query}").json["count"] == count, query
+    dated = client.get("/api/v1/productions/?ordering=-release_date_date&released_since=0001")
+    assert dated.json["results"][0]["id"] == int(largest)
+    assert client.get("/api/v1/releasers/?updated_before=0001-01-02").json["count"] == 1
+    assert counts["productions"] == _row_count(sample_text, "productions_production") + 1
+
+
+def _row_count(text, table):
+    header = text.index(f"COPY public.{table} ")
+    return text[header : text.index("\n\\.\n", header)].count("\n")
+
+
+def _with_a_long_line(path, text, at, length):
+    """``text`` gzipped into ``path`` with a line of ``length`` bytes inserted at its
+    offset ``at``, written a megabyte at a time: the file stays small."""
+    chunk = b"x" * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(text[:at].encode())
+        for _ in range(length // len(chunk)):
+            out.write(chunk)
+        out.write(chunk[: length % len(chunk)] + b"\n" + text[at:].encode())
+    return path
+
+
+def test_a_line_past_the_limit_is_read_past_or_refused_in_one_line(tmp_path, sample_text):
+    """A first line longer than the line limit loads (it is read past a chunk at a
+    time); a row of a wanted table that long is refused naming table and line, and the
+    served file stays as it was."""
+    served = tmp_path / "served.sqlite3"
+    counts, _ = load_catalogue(SAMPLE, served)
+    long_first = _with_a_long_line(tmp_path / "first.sql.gz", sample_text, 0, LINE_LIMIT + 5)
+    assert load_catalogue(long_first, served)[0] == counts
+    before = served.read_bytes()
+    header = sample_text.index("COPY public.productions_production ")
+    first_row = sample_text.index("\n", header) + 1
+    long_row = _with_a_long_line(tmp_path / "row.sql.gz", sample_text, first_row, LINE_LIMIT + 1)
+    with pytest.raises(CatalogueError) as error:
+        load_catalogue(long_row, served)
+    line = sample_text[:first_row].count("\n") + 1
+    assert str(error.value) == (
+        f"productions_production:{line}: a row longer than 64 MiB, the limit of a line "
+        "(no real row comes near it)"
+    )
+    assert served.read_bytes() == before
 
 
 def test_tag_and_search_over_the_imported_export(golden, upstream_client):

@@ -17,6 +17,7 @@ from .. import addresses, filters, listing_arrays, ordering, tables
 from ..fingerprint import schema_version
 from ..resources import BY_NAME, RESOURCES
 from ..serialize import Built, compile_dumper
+from ..shared import DIGEST_DIGITS, TIME_FORMAT
 from ..stored import MARKERS, RecordCodec
 from . import adhoc, history
 from .resources import LOAD_ORDER, LOADING
@@ -145,8 +146,8 @@ class Builder:
             {
                 # A digest of every record: the same records give the same version,
                 # whichever machine or load built them.
-                "version": read_models.digest.hexdigest()[:32],
-                "loaded_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "version": read_models.digest.hexdigest()[:DIGEST_DIGITS],
+                "loaded_at": now.strftime(TIME_FORMAT),
                 "schema_version": schema_version(RESOURCES),
                 "features": sorted(self._features()),
             },

@@ -17,6 +17,7 @@ the records left out: never the feed since each load, whole.
 
 import hashlib
 
+from ..shared import DIGEST_DIGITS
 from ..tables import FEED_ALL
 
 
@@ -118,5 +119,5 @@ def _history_digest(connection):
         "ORDER BY load_number"
     ).fetchall()
     text = "\n".join("\t".join(map(str, load)) for load in loads)
-    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(text.encode(), digest_size=DIGEST_DIGITS // 2).hexdigest()
     connection.execute("UPDATE main.catalogue_info SET history = ?", (digest,))

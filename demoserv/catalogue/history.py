@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import orjson
 
-from ..shared import read_only_uri
+from ..shared import TIME_FORMAT, read_only_uri
 from . import feed, install
 
 KEEP_DAYS = 90  # the default of the CHANGES_KEPT_DAYS setting
@@ -64,7 +64,7 @@ def record(build, target, keep_days=KEEP_DAYS):
     """Write into the new catalogue file ``build`` the history of ``target`` (the served
     file, if any) from the last ``keep_days`` days, and this load's changes against it."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    cutoff = (now - datetime.timedelta(days=keep_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cutoff = (now - datetime.timedelta(days=keep_days)).strftime(TIME_FORMAT)
     connection = sqlite3.connect(f"file:{quote(str(build))}", uri=True)
     try:
         # A new private file, as while it was built (build.py): a crash discards it.

@@ -1,8 +1,12 @@
 """Reading the wanted tables' rows out of a plain-SQL pg_dump (``.sql`` or ``.sql.gz``).
 
 The dump is read once, line by line, as a stream: no PostgreSQL, no temporary file, never
-the whole dump in memory. Everything outside the wanted tables' COPY blocks is skipped;
-each wanted row is decoded from the COPY text format and converted to Python values.
+the whole dump in memory, nor a whole line longer than the line limit (``LINE_LIMIT``, 64
+MiB, more than any real row). Everything outside the wanted tables' COPY blocks is
+skipped, a line of any length among them too, read past a chunk at a time; each wanted
+row is decoded from the COPY text format and converted to Python values, and a wanted
+row longer than the limit is refused ("<table>:<line>: a row longer than 64 MiB...")
+having read no more of it than the limit.
 
 Bad input raises DumpError("<table>:<line>: <column>: <what>"), line counted in the
 uncompressed text; rows yielded before the error have already been yielded, so a caller
@@ -10,11 +14,15 @@ that must not act on a bad dump keeps what it reads aside until the reading ends
 """
 
 import datetime
+import functools
 import gzip
 import io
+import math
 import re
 import zlib
 from pathlib import Path
+
+from ..shared import INTEGER_RANGE, MAX_TEXT, shown
 
 GZIP_MAGIC = b"\x1f\x8b"
 CUSTOM_FORMAT_MAGIC = b"PGDMP"  # pg_dump --format=custom, which this reader does not take
@@ -22,6 +30,8 @@ END_OF_BLOCK = b"\\.\n"
 END_OF_BLOCK_AT_END_OF_FILE = b"\\."
 NULL = b"\\N"
 PROGRESS_EVERY = 4096  # rows between progress reports; a power of two, tested by bitmask
+LINE_LIMIT = 64 << 20  # bytes of a line held at once: more than any real row
+SKIP_CHUNK = 1 << 20  # bytes read at a time past the limit of a line that is skipped
 
 _IDENTIFIER = rb'"(?:[^"]|"")+"|[^\s",().]+'
 _COPY_HEADER = re.compile(
@@ -51,23 +61,26 @@ class DumpError(Exception):
     "productions_credit:1234: nick_id: 'x' is not an integer"."""
 
 
-def _shown(text):
-    """A value as an error message quotes it: repr, cut short."""
-    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
-
-
 def _to_int(text):
     # int() alone would also take " 1", "1_000" and non-ASCII digits.
     digits = text[1:] if text[:1] == "-" else text
-    if digits.isdigit() and digits.isascii():
-        return int(text)
-    raise ValueError(f"{_shown(text)} is not an integer")
+    if not (digits.isdigit() and digits.isascii()):
+        raise ValueError(f"{shown(text)} is not an integer")
+    value = int(text)
+    if not INTEGER_RANGE[0] <= value <= INTEGER_RANGE[1]:
+        raise ValueError(f"{shown(text)} is out of range (a 64-bit integer)")
+    return value
 
 
 def _to_float(text):
-    if _FLOAT.fullmatch(text):
-        return float(text)
-    raise ValueError(f"{_shown(text)} is not a number")
+    if not _FLOAT.fullmatch(text):
+        raise ValueError(f"{shown(text)} is not a number")
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    if text[-1].isdigit():  # too large for a double: it became infinite
+        raise ValueError(f"{shown(text)} is out of range (a double)")
+    raise ValueError(f"{shown(text)} is not a finite number")
 
 
 def _to_bool(text):
@@ -75,10 +88,12 @@ def _to_bool(text):
         return True
     if text == "f":
         return False
-    raise ValueError(f"{_shown(text)} is not a boolean (t or f)")
+    raise ValueError(f"{shown(text)} is not a boolean (t or f)")
 
 
 def _to_text(text):
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"too long ({len(text):,} characters, more than {MAX_TEXT:,})")
     return text
 
 
@@ -89,19 +104,25 @@ def _to_date(text):
             return text
     except ValueError:
         pass
-    raise ValueError(f"{_shown(text)} is not a date (YYYY-MM-DD)")
+    raise ValueError(f"{shown(text)} is not a date (YYYY-MM-DD)")
 
 
 def _to_timestamp(text):
     """A timestamp with a UTC offset as ISO 8601 in UTC, so that strings sort in time order."""
     try:
         # The pattern keeps out what fromisoformat would also take ("T", "Z", no offset).
-        if _TIMESTAMP.fullmatch(text):
-            moment = datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
-            return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-    except (ValueError, OverflowError):
-        pass
-    raise ValueError(f"{_shown(text)} is not a timestamp with a UTC offset")
+        moment = datetime.datetime.fromisoformat(text) if _TIMESTAMP.fullmatch(text) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValueError(f"{shown(text)} is not a timestamp with a UTC offset")
+    try:
+        moment = moment.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise ValueError(
+            f"{shown(text)} is out of range (before year 1 or after 9999 in UTC)"
+        ) from None
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 CONVERTERS = {
@@ -138,7 +159,8 @@ def _compile_fast_path(indexes_and_types):
     per field:
 
     - the tuple of wanted values, NULL as None, or None when an integer field is not plain
-      digits (int() alone would take " 1", "+1", "1_000");
+      digits (int() alone would take " 1", "+1", "1_000") or has 19 or more of them
+      (which may be out of range);
     - whether the wanted fields hold no NUL character and no backslash but whole NULLs.
     """
     fields = [f"fields[{index}]" for index, _ in indexes_and_types]
@@ -152,7 +174,8 @@ def _compile_fast_path(indexes_and_types):
     row = f"({values})"
     if integers:
         digits = f"(digits := ({' + '.join(integers)}).replace(_NULL, ''))"
-        row += f" if ({digits}.isdigit() or not digits) and digits.isascii() else None"
+        short = "".join(f" and len({field}) < 19" for field in integers)  # under 2**63
+        row += f" if ({digits}.isdigit() or not digits) and digits.isascii(){short} else None"
     every_field = "".join(f"{field}, " for field in fields)
     are_plain = (
         f"_NUL not in (wanted := ''.join(({every_field}))) "
@@ -213,19 +236,21 @@ class _Block:
     def convert(self, line, line_number):
         """The row of one line (without its newline) as a tuple of the wanted values."""
         # Fast path: no escape and no NUL among the wanted fields; a backslash elsewhere is
-        # fine unless it escapes a tab, which would move the fields' bounds.
-        try:
-            text = line.decode()
-            fields = text.split("\t")
-            if len(fields) == self.width and (
-                (92 not in line and 0 not in line)
-                or ("\\\t" not in text and self.wanted_are_plain(fields))
-            ):
-                row = self.fast_row(fields)
-                if row is not None:
-                    return row
-        except (ValueError, KeyError):  # the slow path says which column and why
-            pass
+        # fine unless it escapes a tab, which would move the fields' bounds. A line of at
+        # most MAX_TEXT bytes holds no text too long: a longer one is not decoded whole.
+        if len(line) <= MAX_TEXT:
+            try:
+                text = line.decode()
+                fields = text.split("\t")
+                if len(fields) == self.width and (
+                    (92 not in line and 0 not in line)
+                    or ("\\\t" not in text and self.wanted_are_plain(fields))
+                ):
+                    row = self.fast_row(fields)
+                    if row is not None:
+                        return row
+            except (ValueError, KeyError):  # the slow path says which column and why
+                pass
         return self.convert_slowly(line, line_number)
 
     def convert_slowly(self, line, line_number):
@@ -257,7 +282,7 @@ class _Block:
         return tuple(values)
 
 
-def read_tables(source, wanted, progress=None):
+def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
     """Yield (table, line_number, row) for every row of the wanted tables, in dump order.
 
     source: a path (str or Path) to a .sql or .sql.gz file; gzip is detected by its magic
@@ -268,11 +293,18 @@ def read_tables(source, wanted, progress=None):
         (whatever order the dump's COPY header has them in). NULL (\\N) is None for every type.
     progress: optional callable(compressed_bytes_read, table, rows_in_table) called every
         few thousand rows and at every table change (cheap; it draws a progress bar).
+    line_limit: the bytes of a line (without its newline) held at once. A row of a
+        wanted table that is longer raises DumpError; any other line that is longer is
+        skipped a chunk at a time (SKIP_CHUNK), never held whole.
 
     Conversions: int, float, bool (t/f) and text as Python values; a date stays its
     "YYYY-MM-DD" text, checked to be a real date; a timestamp becomes UTC text
-    "YYYY-MM-DDTHH:MM:SS.ffffffZ". Raises DumpError for bad input (while iterating) and
-    ValueError at once for a type name it does not know.
+    "YYYY-MM-DDTHH:MM:SS.ffffffZ". What the catalogue cannot hold is bad input: an
+    integer out of SQLite's range (``shared.INTEGER_RANGE``), a float that is not finite
+    (NaN, Infinity, or too large for a double), a timestamp before year 1 or after 9999
+    in UTC, a text longer than ``shared.MAX_TEXT`` characters (as in catalogue files).
+    Raises DumpError for bad input (while iterating) and ValueError at once for a type
+    name it does not know.
     """
     for table, columns in wanted.items():
         for column, type_name in columns.items():
@@ -280,10 +312,10 @@ def read_tables(source, wanted, progress=None):
                 raise ValueError(
                     f"{table}.{column}: unknown type {type_name!r}, not one of {list(CONVERTERS)}"
                 )
-    return _read_dump(Path(source), wanted, progress)
+    return _read_dump(Path(source), wanted, progress, line_limit)
 
 
-def _read_dump(path, wanted, progress):
+def _read_dump(path, wanted, progress, line_limit):
     try:
         file = open(path, "rb")
     except OSError as error:
@@ -295,23 +327,41 @@ def _read_dump(path, wanted, progress):
         else:
             stream = file
         with stream:
-            yield from _read_lines(stream, file, path.name, wanted, progress)
+            yield from _read_lines(stream, file, path.name, wanted, progress, line_limit)
 
 
-def _read_lines(stream, file, name, wanted, progress):
+def _size(limit):
+    """A line limit as an error message says it: MiB when whole, else bytes."""
+    if limit >= 1 << 20 and not limit % (1 << 20):
+        return f"{limit >> 20} MiB"
+    return f"{limit:,} bytes"
+
+
+def _skip_rest(stream, line):
+    """Read past the rest of ``line`` if it was cut at the limit, a chunk at a time."""
+    while line and not line.endswith(b"\n"):
+        line = stream.readline(SKIP_CHUNK)
+
+
+def _read_lines(stream, file, name, wanted, progress, line_limit):
     """The wanted rows of the dump text ``stream``; ``file`` is the file it comes from."""
-    lines = enumerate(stream, 1)
+    # At most line_limit bytes and the newline a line: a longer line comes cut, without
+    # its newline, and its rest is read past directly from ``stream`` (_skip_rest), so
+    # that the line numbers of ``lines`` stay those of the text.
+    lines = enumerate(iter(functools.partial(stream.readline, line_limit + 1), b""), 1)
     bytes_read = file.tell if file.seekable() else lambda: 0  # a pipe has no position
     where, line_number = name, 0
     tables_seen = set()
     try:
         for line_number, line in lines:
-            if not line.startswith(b"COPY "):
+            # A line cut at the limit is no COPY header: skipped, as every other statement.
+            if not line.startswith(b"COPY ") or len(line) > line_limit:
                 if line_number == 1 and line.startswith(CUSTOM_FORMAT_MAGIC):
                     raise DumpError(
                         f"{name}: a custom-format pg_dump; this reads plain SQL "
                         "(pg_dump --format=plain)"
                     )
+                _skip_rest(stream, line)
                 continue
             header = _COPY_HEADER.fullmatch(line)
             if header is None:
@@ -329,6 +379,8 @@ def _read_lines(stream, file, name, wanted, progress):
                 for line_number, line in lines:
                     if line == END_OF_BLOCK or line == END_OF_BLOCK_AT_END_OF_FILE:
                         break
+                    if len(line) > line_limit:
+                        _skip_rest(stream, line)
                 else:
                     raise DumpError(f"{table}:{line_number}: the COPY block never ends")
                 where = name
@@ -339,6 +391,11 @@ def _read_lines(stream, file, name, wanted, progress):
             for line_number, line in lines:
                 if line == END_OF_BLOCK or line == END_OF_BLOCK_AT_END_OF_FILE:
                     break
+                if len(line) > line_limit and not line.endswith(b"\n"):
+                    raise DumpError(
+                        f"{table}:{line_number}: a row longer than {_size(line_limit)}, the "
+                        "limit of a line (no real row comes near it)"
+                    )
                 rows += 1
                 yield table, line_number, block.convert(line.rstrip(b"\n"), line_number)
                 if progress and not rows & (PROGRESS_EVERY - 1):

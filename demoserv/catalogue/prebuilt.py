@@ -4,6 +4,12 @@ with the guarantees of every load: the lock, the file copied beside the served o
 checked there, the previous file kept, owner and mode, one-line failures naming the
 path, nothing replaced on failure.
 
+The check reads what the server will read: besides SQLite's integrity check and the
+schema, the catalogue's facts in the forms a build writes them (its version and history
+digest in hexadecimal, times in UTC, the features and each load's counts as JSON), so
+that none reaches a header or a terminal otherwise, and every stored record, list and
+detail, expanded and rendered as the server renders it, once, in one pass.
+
 Several replicas then serve byte-identical files: the same version, the same ETags and
 the same Last-Modified everywhere.
 """
@@ -14,12 +20,17 @@ import stat
 import struct
 from pathlib import Path
 
+import orjson
+import zstandard
+
 from .. import tables
 from ..fingerprint import schema_version
 from ..resources import RESOURCES
-from ..shared import connect_read_only
+from ..shared import connect_read_only, facts_error, shown, time_error
+from ..stored import RecordCodec
 from ..tables import expected_columns, schema_mismatch
 from . import install
+from .history import CHANGES
 from .reporting import CatalogueError
 
 MAGIC = b"SQLite format 3\x00"
@@ -177,4 +188,83 @@ def _check_contents(connection, refuse):
                 raise refuse(f"an unfinished catalogue: no {kind} dictionary of {name}")
         if name not in columns:
             raise refuse(f"an unfinished catalogue: no listing columns of {name}")
+    problem = _facts_problem(connection) or _records_problem(connection)
+    if problem:
+        raise refuse(f"damaged: {problem}")
     return counts
+
+
+# The optional data a catalogue may say it holds: what the filters ask for.
+FEATURES = {item.feature for resource in RESOURCES for item in resource.filters if item.feature}
+
+
+def _facts_problem(connection):
+    """What is wrong with the facts the server and the commands show, or None."""
+    ((version, loaded_at, history, features),) = connection.execute(
+        "SELECT version, loaded_at, history, features FROM catalogue_info"
+    ).fetchall()
+    problem = facts_error(version, loaded_at, history)
+    if problem:
+        return f"catalogue_info: {problem}"
+    listed = _json(features)
+    if not (isinstance(listed, list) and all(item in FEATURES for item in listed)):
+        return f"catalogue_info: features: {shown(features)} is not a JSON list of features"
+    for number, version, loaded_at, counts in connection.execute(
+        "SELECT load_number, version, loaded_at, counts FROM catalogue_loads"
+    ):
+        problem = facts_error(version, loaded_at, None) or _counts_error(counts)
+        if problem:
+            return f"catalogue_loads {number}: {problem}"
+    for key, value in connection.execute("SELECT key, value FROM catalogue_source"):
+        if key == "size" and not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            return f"catalogue_source: size: {shown(value)} is not a number of bytes"
+        if key == "loaded_at" and time_error(value):
+            return f"catalogue_source: loaded_at: {time_error(value)}"
+    return None
+
+
+def _json(text):
+    """``text`` read as JSON; None if it is not JSON."""
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+
+
+def _counts_error(text):
+    """What is wrong with a load's counts ({resource: {"added": n, ...}} as JSON), or None."""
+    counts = _json(text)
+    if isinstance(counts, dict) and all(
+        isinstance(each, dict)
+        and set(each) == set(CHANGES)
+        and all(type(number) is int for number in each.values())
+        for each in counts.values()
+    ):
+        return None
+    return f"counts: {shown(text)} is not a JSON object of changes by resource"
+
+
+def _records_problem(connection):
+    """The first stored record that the server could not answer with, or None: each, list
+    and detail, must expand with its dictionary into a template that renders
+    (``RecordCodec.marked``, the server's ``%`` with the markers for values) as the JSON
+    object of its own id. One pass over every record."""
+    codecs = {
+        (resource, kind): RecordCodec(data)
+        for resource, kind, data in connection.execute(
+            "SELECT resource, kind, data FROM dictionaries"
+        )
+    }
+    for name in tables.RECORD_TABLES:
+        for kind, table in (("list", name), ("detail", f"{name}_details")):
+            if table not in tables.metadata.tables:
+                continue
+            codec = codecs[(name, kind)]
+            for record_id, stored in connection.execute(f'SELECT id, doc FROM "{table}"'):
+                try:
+                    record = orjson.loads(codec.marked(stored))
+                except (zstandard.ZstdError, ValueError, TypeError, KeyError):
+                    record = None  # not zstd, not a template, not JSON
+                if not isinstance(record, dict) or record.get("id") != record_id:
+                    return f"the {kind} record of {name} id {record_id} cannot be read"
+    return None

@@ -25,7 +25,7 @@ import zlib
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ..shared import connect_read_only
+from ..shared import TIME_FORMAT, connect_read_only
 
 HEAD = 1 << 16  # bytes of a dump's text searched for its own date
 HASH_CHUNK = 1 << 20
@@ -33,7 +33,7 @@ _STARTED_ON = re.compile(rb"^-- (?:Started|Dumped) on (\d{4}-\d\d-\d\d[ T][^\r\n
 
 
 def now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime(TIME_FORMAT)
 
 
 def public_address(url):
