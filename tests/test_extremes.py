@@ -197,7 +197,7 @@ def requests(draw):
 
 
 @settings(
-    max_examples=1000,
+    max_examples=300,
     deadline=None,
     derandomize=True,
     database=None,
