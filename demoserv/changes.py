@@ -20,11 +20,11 @@ from .caching import follows_history
 from .db import get_connection
 from .links import request_style
 from .parameters import PAGE, RENDERING
-from .rendering import last_arg
+from .rendering import API_PREFIX, last_arg
 from .resources import BY_NAME
 from .resources.answers import add_view, json_response, options_body
 
-CHANGES_PATH = "/api/v1/changes/"
+CHANGES_PATH = f"{API_PREFIX}/changes/"
 PAGE_SIZE = 100  # entries a page, as in a resource's listing
 VERSION = re.compile(r"[0-9a-f]{32}")
 PARAMETERS = {

@@ -12,12 +12,13 @@ from marshmallow import Schema, fields
 from . import adhoc, changes, ordering, parameters
 from .caching import answers_as
 from .catalogue import status
-from .rendering import DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
+from .rendering import API_PREFIX, DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
 from .resources import BY_NAME, RESOURCES
 from .shared import MAX_ID
+from .status import STATUS_PATH
 from .version import __version__
 
-STATUS_PATH = "/api/v1/status/"
+OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
@@ -125,9 +126,9 @@ def _with_suffixes(paths):
     result = {}
     for path, item in paths.items():
         result[path] = item
-        if path in ("/api/v1/openapi.json", DOCS_PATH):
+        if path in (OPENAPI_PATH, DOCS_PATH):
             continue
-        suffixed = (path if path == "/api/v1/" else path[:-1]) + ".{suffix}"
+        suffixed = (path if path == f"{API_PREFIX}/" else path[:-1]) + ".{suffix}"
         item = copy.deepcopy(item)
         item["parameters"] = [*item.get("parameters", []), SUFFIX_PARAMETER]
         result[suffixed] = item
@@ -185,6 +186,14 @@ def _options(description):
             ),
             **_errors("400", "404"),
         },
+    }
+
+
+def _methods_only(what):
+    """The OPTIONS answer of a path that is not a resource: no body, only its headers."""
+    return {
+        "summary": f"The methods {what} allows",
+        "responses": {"200": {"description": "No body: the Allow header names the methods."}},
     }
 
 
@@ -340,7 +349,7 @@ def build():
     )
     spec.components.schema("Error", schema=ErrorSchema)
     spec.path(
-        path="/api/v1/",
+        path=f"{API_PREFIX}/",
         operations={
             "get": {
                 "summary": "The address of every listing",
@@ -375,7 +384,7 @@ def build():
         detail = _register(spec, resource.detail_schema or resource.schema)
         spec.components.schema(f"{record}Page", _page(record, resource.page_size, detail))
         spec.path(
-            path=f"/api/v1/{resource.name}/",
+            path=f"{API_PREFIX}/{resource.name}/",
             operations={
                 "get": {
                     "summary": f"{resource.title} list: {resource.description}",
@@ -389,7 +398,7 @@ def build():
             },
         )
         spec.path(
-            path=f"/api/v1/{resource.name}/{{id}}/",
+            path=f"{API_PREFIX}/{resource.name}/{{id}}/",
             parameters=[id_parameter],
             operations={
                 "get": {
@@ -408,7 +417,7 @@ def build():
         for name, sub_listing in resource.sub_listings.items():
             listed = BY_NAME[sub_listing.listed]
             spec.path(
-                path=f"/api/v1/{resource.name}/{{id}}/{name}/",
+                path=f"{API_PREFIX}/{resource.name}/{{id}}/{name}/",
                 parameters=[id_parameter],
                 operations={
                     "get": {
@@ -466,12 +475,13 @@ def build():
         },
     )
     spec.path(
-        path="/api/v1/openapi.json",
+        path=OPENAPI_PATH,
         operations={
             "get": {
                 "summary": "This document",
                 "responses": {"200": _json_or_jsonp({"type": "object"}, "OpenAPI 3.1.")},
-            }
+            },
+            "options": _methods_only("this document"),
         },
     )
     spec.path(
@@ -480,7 +490,8 @@ def build():
             "get": {
                 "summary": "A page that renders this document",
                 "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
-            }
+            },
+            "options": _methods_only("the docs page"),
         },
     )
     document = spec.to_dict()
@@ -510,7 +521,7 @@ def renamed(value, old, new):
     return value
 
 
-@bp.route("/api/v1/openapi.json")
+@bp.route(OPENAPI_PATH)
 def document():
     spec = current_app.extensions.get("demoserv.openapi")
     if spec is None:

@@ -13,10 +13,11 @@ from flask import Blueprint, current_app
 from .caching import label_by_content
 from .catalogue import install, status
 from .db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
-from .openapi import STATUS_PATH
+from .rendering import API_PREFIX
 from .resources.answers import add_view, options_body
 
 bp = Blueprint("status", __name__)
+STATUS_PATH = f"{API_PREFIX}/status/"
 
 
 def _previous_id(target):

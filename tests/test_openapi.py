@@ -18,6 +18,34 @@ def test_the_document_is_valid_openapi_3_1(client):
     validate(document)
 
 
+def _documented_form(rule):
+    """A route's rule as the document writes its path: ``<converter:name>`` as ``{id}``
+    (record ids) or ``{name}``."""
+    return re.sub(
+        r"<(?:[^:>]*:)?([a-z_]+)>",
+        lambda match: "{id}" if match[1] == "record_id" else f"{{{match[1]}}}",
+        rule,
+    )
+
+
+def test_every_route_has_an_operation_and_every_operation_a_route(app):
+    """Under the API's and the upstream's extra prefixes, each route (but the forms with a
+    format suffix, which the document describes as a parameter of the path without it)
+    is a path of the document with the same methods, and each path of the document is a
+    route."""
+    routes = {}
+    for rule in app.url_map.iter_rules():
+        if rule.rule.startswith(("/api/v1", "/api/adhoc/")) and "format_suffix" not in rule.rule:
+            methods = {method.lower() for method in rule.methods} - {"head"}
+            routes[_documented_form(rule.rule)] = methods
+    documented = {
+        path: set(operations) - {"parameters"}
+        for path, operations in SPEC["paths"].items()
+        if not path.endswith(".{suffix}")
+    }
+    assert routes == documented
+
+
 def test_every_listing_documents_its_ordering_keys_and_filters():
     for declared in RESOURCES:
         resource, keys = declared.name, list(declared.keys)

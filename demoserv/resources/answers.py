@@ -13,7 +13,7 @@ from ..db import get_catalogue, get_connection
 from ..errors import APIError
 from ..links import request_resolver
 from ..parameters import RENDERING, describe_parameters
-from ..rendering import JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
+from ..rendering import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
 from ..shared import MAX_ID
 
 RECORD_ID = f"<int(min=1, max={MAX_ID}):record_id>"
@@ -170,7 +170,7 @@ class Serving:
         ``/api/v1/<name>/<id>/`` and each sub-listing at ``/api/v1/<name>/<id>/<sub>/``
         (``served``: the Serving of every resource, by name)."""
         name = self.resource.name
-        bp = Blueprint(name, __name__, url_prefix="/api/v1")
+        bp = Blueprint(name, __name__, url_prefix=API_PREFIX)
         add_view(bp, f"/{name}/", _view(f"{name}_list", self.answer_list), self._describer(False))
         add_view(
             bp,
@@ -230,4 +230,4 @@ def add_view(bp, rule, view, describe):
 def suffixed(rule):
     """``rule`` with a format suffix in place of its trailing slash (the API root keeps
     its slash: ``/api/v1/.json``)."""
-    return (rule if rule.endswith("/api/v1/") else rule[:-1]) + "." + PATH_FORMAT
+    return (rule if rule == f"{API_PREFIX}/" else rule[:-1]) + "." + PATH_FORMAT

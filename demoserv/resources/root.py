@@ -4,6 +4,7 @@ from flask import Blueprint, redirect, url_for
 
 from ..addresses import api_url
 from ..links import request_style
+from ..rendering import API_PREFIX
 from .answers import add_view, options_body
 
 
@@ -15,7 +16,7 @@ def blueprint(resource_names):
         style = request_style()
         return {name: api_url(name, style=style) for name in resource_names}
 
-    add_view(bp, "/api/v1/", api_root, describe)
+    add_view(bp, f"{API_PREFIX}/", api_root, describe)
     bp.add_url_rule("/", "index", index)
     return bp
 
