@@ -1,5 +1,6 @@
 """Filter kinds: each reads one query parameter, checks its value, and gives the records
-it keeps (a mask over its column's array, or ids found with SQL). Each resource
+it keeps in one way (a mask over its column's array, ids found with SQL, or a search of
+the folded texts). Each resource
 declares its filters beside its ordering keys; the listing queries, OPTIONS and the
 OpenAPI document all read that declaration.
 
@@ -48,46 +49,70 @@ def _record_id(parameter, value):
 @dataclass(frozen=True)
 class Filter:
     """A filter on one parameter. Its OpenAPI ``schema`` admits the empty string, which
-    is no filter. ``feature`` names the optional data it needs, if any."""
+    is no filter. ``feature`` names the optional data it needs, if any. Each kind finds
+    the records it keeps in one way, its ``mask``: on an array in memory
+    (``ArrayFilter``), with SQL on an index (``SQLFilter``), or over the folded texts
+    (``Search``)."""
 
     parameter: str
     description: str
     repeatable = False
     schema = {"type": "string"}
     feature = None
-    column = None  # the record table's column an in-memory array holds, if any
+    example = ""  # a value the filter takes: each kind gives one (the query-plan test asks with it)
+    stored_column = None  # the record table's column whose array the build stores for it
 
     def normalise(self, values):
         """The canonical value of the parameter's non-empty ``values`` (400 if bad)."""
         return values[-1]
 
-    def condition(self, table, value):
-        """The SQL condition for the canonical ``value`` (a filter without ``array``)."""
-        raise NotImplementedError
-
-    # A filter with ``array`` is evaluated on the array of its column (listing_index.py);
-    # the others find their records' ids with SQL, on an index.
-    array = None
-
-    def matching(self, table, value):
-        """The column of the ids that SQL finds, and its condition."""
-        return table.c.id, self.condition(table, value)
-
     def mask(self, columns, value, connection, table):
         """The rows of ``columns`` (listing_index.Columns) that the filter keeps."""
-        if self.array is not None:
-            return self.array_mask(columns.arrays[f"filter:{self.column}"], value)
-        column, condition = self.matching(table, value)
-        return _mask_of_found(
-            columns, connection, select(func.group_concat(column)).where(condition)
-        )
-
-    def array_mask(self, values, value):
         raise NotImplementedError
 
     def stored_arrays(self, connection, resource):
-        """(name, array) pairs that the filter needs stored at load beyond its column."""
+        """(name, array) pairs that the filter needs stored at load."""
         return ()
+
+
+class ArrayFilter(Filter):
+    """A filter evaluated on the array of its record table's ``column``, which the build
+    stores (listing_arrays.py) as ``encode`` makes it."""
+
+    column = None
+
+    @property
+    def stored_column(self):
+        return self.column
+
+    def encode(self, values):
+        """The array of the column's ``values`` (None where a record has none)."""
+        raise NotImplementedError
+
+    def keep(self, values, value):
+        """The mask of the encoded ``values`` that the canonical ``value`` keeps."""
+        raise NotImplementedError
+
+    def mask(self, columns, value, connection, table):
+        return self.keep(columns.arrays[f"filter:{self.column}"], value)
+
+
+class SQLFilter(Filter):
+    """A filter whose records' ids SQL finds on an index: ``found`` gives (column of
+    ids, condition) pairs, and the records kept are those all of them find."""
+
+    def found(self, table, value):
+        raise NotImplementedError
+
+    def mask(self, columns, value, connection, table):
+        kept = None
+        for column, condition in self.found(table, value):
+            statement = select(func.group_concat(column)).where(condition)
+            part = _mask_of_found(columns, connection, statement)
+            kept = part if kept is None else kept & part
+            if not kept.any():
+                break
+        return kept
 
 
 def _mask_of_found(columns, connection, statement):
@@ -102,29 +127,34 @@ def _mask_of_found(columns, connection, statement):
 
 
 @dataclass(frozen=True)
-class NameEquals(Filter):
+class NameEquals(SQLFilter):
     """Exact, case-insensitive match of a name, through its stored sort key."""
+
+    example = "x"
 
     def normalise(self, values):
         return name_key(values[-1])
 
-    def condition(self, table, value):
-        return table.c.name_key == value
+    def found(self, table, value):
+        return [(table.c.id, table.c.name_key == value)]
 
 
 @dataclass(frozen=True)
-class TitleEquals(Filter):
+class TitleEquals(SQLFilter):
     """Exact, case-insensitive match of a production's title."""
+
+    example = "x"
 
     def normalise(self, values):
         return values[-1].lower()
 
-    def condition(self, table, value):
-        return table.c.title_key == value
+    def found(self, table, value):
+        return [(table.c.id, table.c.title_key == value)]
 
 
 @dataclass(frozen=True)
-class CountryCode(Filter):
+class CountryCode(ArrayFilter):
+    example = "fi"
     feature: str = None
     column: str = "country_code"
     schema = {"type": "string", "pattern": "^([A-Za-z]{2})?$"}
@@ -134,10 +164,10 @@ class CountryCode(Filter):
             raise _invalid(self.parameter, "a two-letter country code")
         return values[-1].upper()
 
-    def array(self, values):
+    def encode(self, values):
         return np.array([_country(value) for value in values], dtype=np.int32)
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         return values == _country(value)
 
 
@@ -147,7 +177,7 @@ def _country(code):
 
 
 @dataclass(frozen=True)
-class Choice(Filter):
+class Choice(ArrayFilter):
     column: str = ""
     choices: tuple = ()
 
@@ -155,21 +185,26 @@ class Choice(Filter):
     def schema(self):
         return {"type": "string", "enum": [*self.choices, ""]}
 
+    @property
+    def example(self):
+        return self.choices[0]
+
     def normalise(self, values):
         if values[-1] not in self.choices:
             raise _invalid(self.parameter, "one of " + ", ".join(self.choices))
         return values[-1]
 
-    def array(self, values):
+    def encode(self, values):
         codes = {choice: index for index, choice in enumerate(self.choices)}
         return np.array([codes.get(value, -1) for value in values], dtype=np.int8)
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         return values == self.choices.index(value)
 
 
 @dataclass(frozen=True)
-class Flag(Filter):
+class Flag(ArrayFilter):
+    example = "true"
     column: str = ""
     schema = {"type": "string", "enum": ["true", "false", ""]}
 
@@ -178,31 +213,34 @@ class Flag(Filter):
             raise _invalid(self.parameter, "true or false")
         return values[-1] == "true"
 
-    def array(self, values):
+    def encode(self, values):
         return np.array([bool(value) for value in values], dtype=bool)
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         return values if value else ~values
 
 
 @dataclass(frozen=True)
-class IdEquals(Filter):
+class IdEquals(ArrayFilter):
+    example = "1"
     column: str = ""
     schema = {"type": "string", "pattern": f"^({ID_PATTERN})?$"}
 
     def normalise(self, values):
         return _record_id(self.parameter, values[-1])
 
-    def array(self, values):
+    def encode(self, values):
         return np.array([value or 0 for value in values], dtype=np.int64)
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         return values == value
 
 
 @dataclass(frozen=True)
-class AtMost(Filter):
+class AtMost(ArrayFilter):
     """Records whose ``column`` is at most the given whole number."""
+
+    example = "3"
 
     column: str = ""
     schema = {"type": "string", "pattern": f"^([0-9]{{1,{MAX_WHOLE_DIGITS}}})?$"}
@@ -212,21 +250,23 @@ class AtMost(Filter):
             raise _invalid(self.parameter, f"a whole number from 0 to {10**MAX_WHOLE_DIGITS - 1}")
         return int(values[-1])
 
-    def array(self, values):
+    def encode(self, values):
         # No value matches no bound, nor does one past any bound (at most 9 digits): both
         # are int32's largest; one below int32's range matches every bound, as its least.
         never = np.iinfo(np.int32).max
         held = np.array([never if value is None else value for value in values], dtype=np.int64)
         return np.clip(held, np.iinfo(np.int32).min, never).astype(np.int32)
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         return values <= value
 
 
 @dataclass(frozen=True)
-class DateBound(Filter):
+class DateBound(ArrayFilter):
     """Records whose date (a partial date counting as its first day) is before, or on
     or after, the given partial date. Records without a date never match."""
+
+    example = "1995-03"
 
     column: str = ""
     before: bool = True
@@ -239,23 +279,25 @@ class DateBound(Filter):
             )
         return date_key(values[-1])
 
-    def array(self, values):
+    def encode(self, values):
         return np.array(
             [-1 if value is None else int(value.replace("-", "")) for value in values],
             dtype=np.int32,
         )
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         bound = int(value.replace("-", ""))
         return ((values < bound) & (values >= 0)) if self.before else (values >= bound)
 
 
 @dataclass(frozen=True)
-class TimeBound(Filter):
+class TimeBound(ArrayFilter):
     """Records added or updated before, or on or after, a date (its midnight UTC) or a
     date-time (ISO 8601; UTC unless it names an offset). A value whose offset takes it
     out of the years 1 to 9999 in UTC (``9999-12-31T23:59:59-01:00``) is a 400 naming the
     range, as any date out of range is, not a bound before or after every record."""
+
+    example = "2020-01-01"
 
     column: str = ""
     before: bool = True
@@ -271,21 +313,23 @@ class TimeBound(Filter):
                 f"with Z or an offset such as +01:00), {TIMESTAMP_RANGE}",
             ) from None
 
-    def array(self, values):
+    def encode(self, values):
         return np.array(
             ["NaT" if value is None else value.removesuffix("Z") for value in values],
             dtype="datetime64[us]",
         )
 
-    def array_mask(self, values, value):
+    def keep(self, values, value):
         bound = np.datetime64(value.removesuffix("Z"), "us")
         return values < bound if self.before else values >= bound  # NaT never matches
 
 
 @dataclass(frozen=True)
-class LinkedTo(Filter):
+class LinkedTo(SQLFilter):
     """Records linked, through ``link``, to any of the given ids (repeatable, OR-ed;
     a value may also list ids separated by commas)."""
+
+    example = "1,2,3"
 
     link: object = None  # the link table
     owner: str = ""  # its column holding the record's id
@@ -305,28 +349,32 @@ class LinkedTo(Filter):
         }
         return tuple(sorted(ids)) or None
 
-    def matching(self, table, value):
+    def found(self, table, value):
         # The link table's owners (on its index), not a join with the records: an id
         # of no record is ignored by the mask.
-        return self.link.c[self.owner], self.link.c[self.column].in_(value)
+        return [(self.link.c[self.owner], self.link.c[self.column].in_(value))]
 
 
 @dataclass(frozen=True)
-class LinkUrl(Filter):
+class LinkUrl(SQLFilter):
     """Records with a link whose address is exactly the given URL."""
+
+    example = "https://files.example/x.zip"
 
     link: object = None
     owner: str = ""
 
-    def matching(self, table, value):
-        return self.link.c[self.owner], self.link.c.url == value
+    def found(self, table, value):
+        return [(self.link.c[self.owner], self.link.c.url == value)]
 
 
 @dataclass(frozen=True)
-class Tagged(Filter):
+class Tagged(SQLFilter):
     """Records carrying every tag named (repeatable, and a value may name several tags
     separated by commas; tags are lower-case as stored, the value is lower-cased), found
     on the tag table's primary key (tag, record)."""
+
+    example = "demo,c64"
 
     link: object = None  # the tag table: (tag, owner)
     owner: str = ""
@@ -337,19 +385,10 @@ class Tagged(Filter):
         tags = {part.strip().lower() for value in values for part in value.split(",")}
         return tuple(sorted(tags - {""})) or None
 
-    def mask(self, columns, value, connection, table):
+    def found(self, table, value):
         # One range of the table's key per tag, the masks intersected: no sort of the
         # rows of several tags together.
-        found = None
-        for tag in value:
-            statement = select(func.group_concat(self.link.c[self.owner])).where(
-                self.link.c.tag == tag
-            )
-            mask = _mask_of_found(columns, connection, statement)
-            found = mask if found is None else found & mask
-            if not found.any():
-                break
-        return found
+        return [(self.link.c[self.owner], self.link.c.tag == tag) for tag in value]
 
 
 MAX_SEARCH = 200  # characters of a search
@@ -368,6 +407,8 @@ class Search(Filter):
     contains every whitespace-separated term of the value, both folded by
     ``shared.search_fold`` (accents and case ignored). Found in memory over the folded
     texts stored at load (listing_arrays.py), not with a full-text index."""
+
+    example = "a e"
 
     schema = {"type": "string", "maxLength": MAX_SEARCH}
 

@@ -57,7 +57,7 @@ def _filter(item):
         for field in dataclasses.fields(item)
         if field.name != "description"
     }
-    return [type(item).__name__, settings, item.array is not None]
+    return [type(item).__name__, settings, item.stored_column is not None]
 
 
 def _value(value):

@@ -36,7 +36,7 @@ def build_columns(connection, resource):
     for name, key in resource.sort_keys.items():
         selected.append(key.rank.label(f"rank:{name}"))
         selected.append(_dense_rank(key.column).label(f"group:{name}"))
-    for column in dict.fromkeys(f.column for f in resource.filters if f.array is not None):
+    for column in dict.fromkeys(f.stored_column for f in resource.filters if f.stored_column):
         selected.append(table.c[column].label(f"filter:{column}"))  # one array a column
     for item in resource.filters:
         yield from item.stored_arrays(connection, resource)
@@ -44,7 +44,7 @@ def build_columns(connection, resource):
     for column in selected:
         name = column.name
         if name.startswith("filter:"):
-            encode = next(f for f in resource.filters if f"filter:{f.column}" == name).array
+            encode = next(f for f in resource.filters if f"filter:{f.stored_column}" == name).encode
         elif name == "id":
             encode = functools.partial(np.array, dtype=np.int64)
         else:

@@ -7,6 +7,8 @@ ids on its first request from the listing columns stored at load (one row read);
 the statements of a releaser's productions (not paged) may sort what they found.
 """
 
+from urllib.parse import urlencode
+
 from sqlalchemy import event
 
 from demoserv.db import get_database
@@ -21,29 +23,11 @@ MULTI_KEY = [
 ]
 
 
-# A value of each filter kind: a filtered listing is computed on its first request.
-FILTER_VALUES = {
-    "NameEquals": "x",
-    "TitleEquals": "x",
-    "CountryCode": "fi",
-    "IdEquals": "1",
-    "DateBound": "1995-03",
-    "LinkedTo": "1,2,3",
-    "Choice": "music",
-    "Flag": "true",
-    "AtMost": "3",
-    "LinkUrl": "https://files.example/x.zip",
-    "TimeBound": "2020-01-01",
-    "Tagged": "demo,c64",
-    "Search": "a%20e",
-}
-
-
 def filtered_listings():
     """A path per filter of every resource, ordered by the default and by two keys."""
     for resource in RESOURCES:
         for kind in resource.filters:
-            query = f"{kind.parameter}={FILTER_VALUES[type(kind).__name__]}"
+            query = urlencode({kind.parameter: kind.example})
             keys = oracle.KEYS[resource.name]
             yield f"{resource.name}/?{query}"
             yield f"{resource.name}/?{query}&ordering=-{keys[0]},{keys[-1]}"
