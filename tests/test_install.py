@@ -218,6 +218,27 @@ def test_rollback_while_serving(make_app, tmp_path, two_catalogues):
     assert leftovers(tmp_path) == []
 
 
+def test_a_reload_of_the_same_records_keeps_the_catalogue_to_roll_back_to(
+    make_app, tmp_path, two_catalogues
+):
+    """Forced or not, a load of the records served replaces the served file (a new load
+    in its history) but not the previous one: rollback still means the catalogue
+    before those records."""
+    small, big = two_catalogues
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(small, database)
+    load_catalogue(big, database)
+    kept = previous_path(database).read_bytes()
+    load_catalogue(big, database)
+    assert previous_path(database).read_bytes() == kept
+    runner = make_app(database).test_cli_runner()
+    assert runner.invoke(args=["load", "--force", str(big)]).exit_code == 0
+    assert previous_path(database).read_bytes() == kept
+    result = runner.invoke(args=["rollback"])
+    assert result.exit_code == 0, result.output
+    assert make_app(database).test_client().get("/api/v1/productions/").json["count"] == 30
+
+
 def test_a_load_that_would_empty_a_resource_stops(tmp_path, two_catalogues, make_app):
     small, _ = two_catalogues
     database = tmp_path / "served.sqlite3"
@@ -466,4 +487,4 @@ def test_install_refuses_to_empty_unless_allowed(tmp_path, two_catalogues):
         shutil.copy(database, build)
         before = install(build, database, emptied, allow_empty=True)
     assert before == counts
-    assert previous_path(database).exists()
+    assert not previous_path(database).exists()  # a copy of the same records: nothing to roll back to

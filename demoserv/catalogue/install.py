@@ -270,6 +270,12 @@ def _version_and_time(path):
     return _read(path, query, lambda cursor: cursor.fetchone(), None)
 
 
+def _same_records(build, target):
+    """Whether the file ``build`` holds the records served at ``target`` (one version)."""
+    served, built = _version_and_time(target), _version_and_time(build)
+    return served is not None and built is not None and served[0] == built[0]
+
+
 def _keep_time_of_same_records(build, target):
     """A new file of the records already served keeps their time (``Last-Modified``):
     reloading unchanged data changes no answer, not even a date."""
@@ -348,18 +354,21 @@ def install(build_path, target, counts, *, allow_empty=False):
     """Put the finished file ``build_path`` in place as ``target``: refuse if it would
     leave empty a resource that the served catalogue has (unless ``allow_empty``);
     give it the owner and mode of the file it replaces; fsync it; keep the served file
-    as ``target.previous``; rename; fsync the folder. Returns the served catalogue's
-    counts before the switch ({} if there was none)."""
+    as ``target.previous``, unless it holds the same records (a reload of them keeps
+    the catalogue before them for a rollback); rename; fsync the folder. Returns the
+    served catalogue's counts before the switch ({} if there was none)."""
     build_path, target = Path(build_path), Path(target)
     before = refuse_to_empty(target, counts, allow_empty=allow_empty)
     try:
+        same_records = _same_records(build_path, target)
         _keep_time_of_same_records(build_path, target)
         _take_owner_and_mode(build_path, target)
         _fsync(build_path)
         with _switching():
             if _signals.aborting:
                 raise InstallError(f"{target}: interrupted; the served catalogue is unchanged")
-            _keep_previous(target)
+            if not same_records:
+                _keep_previous(target)
             os.replace(build_path, target)
     except OSError as error:
         raise InstallError(describe(error, target)) from None
