@@ -487,4 +487,4 @@ def test_install_refuses_to_empty_unless_allowed(tmp_path, two_catalogues):
         shutil.copy(database, build)
         before = install(build, database, emptied, allow_empty=True)
     assert before == counts
-    assert not previous_path(database).exists()  # a copy of the same records: nothing to roll back to
+    assert not previous_path(database).exists()  # the same records: none to roll back to

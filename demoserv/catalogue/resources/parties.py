@@ -312,7 +312,8 @@ RELATIONS = (
             collect=_collect_results,
             label="competitions.results",
         ),
-        # A production's placings not given: by competition id (the upstream fixes none).
+        # A production's placings not given: by competition id (the upstream fixes none,
+        # and gives them in its rows' order, which an export therefore writes).
         storage.RelationSide(
             "productions",
             (("competition_placings", "competition"),),
@@ -320,6 +321,7 @@ RELATIONS = (
             "production_position",
             order_key=lambda pair: pair[0],
             collect=_collect_placings,
+            exported=True,
         ),
         names=("competition", "production"),
     ),

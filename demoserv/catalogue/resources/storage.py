@@ -120,7 +120,9 @@ class RelationSide:
     place in its list in ``position``. A list not given is derived from the other side,
     ordered by ``order_column`` (a column of the other side's table, ties by id), else
     by ``order_key`` (a sort key of a pair (left id, right id, values)), else by the
-    other side's id. ``label``: the field named in messages (the first field's name)."""
+    other side's id. ``label``: the field named in messages (the first field's name).
+    ``exported``: an export writes this side too, though a load can derive it, because
+    its order comes from the source (the upstream's rows) and no derivation gives it back."""
 
     resource: str
     fields: tuple
@@ -130,6 +132,7 @@ class RelationSide:
     order_key: object = None
     collect: object = None
     label: str = None
+    exported: bool = False
 
     def __post_init__(self):
         if self.label is None:
@@ -175,6 +178,6 @@ def written_by_other_side(relations, name):
         if isinstance(relation, Grouping):
             if relation.group == name:
                 result.add(relation.listed)
-        elif relation.right.resource == name:
+        elif relation.right.resource == name and not relation.right.exported:
             result.update(field for field, _ in relation.right.fields)
     return frozenset(result)
