@@ -30,6 +30,18 @@ def test_readme_is_short_and_links_every_page():
             assert f"(docs/{page.name}" in README, f"README does not link docs/{page.name}"
 
 
+def test_the_sites_home_page_links_every_page_and_the_site_fetches_nothing_elsewhere():
+    """The built site's pages are docs/*.md; mkdocs's own theme would load highlight.js
+    from a CDN unless told not to."""
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    for page in (ROOT / "docs").glob("*.md"):
+        if page.name != "index.md":
+            assert f"]({page.name})" in home, f"docs/index.md does not link {page.name}"
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^theme:\n  name: mkdocs\n  highlightjs: false$", config, re.MULTILINE)
+    assert "extra_javascript" not in config and "extra_css" not in config
+
+
 def test_every_filter_is_in_the_filter_table():
     rows = _table_rows()
     for resource in RESOURCES:
