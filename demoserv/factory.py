@@ -82,6 +82,9 @@ def create_app(test_config=None, instance_path=None, database=None):
         app.config["DATABASE"] = str(database)
     config_file = os.path.join(app.instance_path, "config.py") if test_config is None else None
     settings.check(app.config, config_file)
+    if test_config is None:
+        for warning in settings.unknown_variables(os.environ):
+            log.warning(warning)
     app.config["DATABASE"] = str(db.resolve_database(app.config["DATABASE"], app.instance_path))
     try:
         os.makedirs(app.instance_path, exist_ok=True)

@@ -4,6 +4,7 @@ A setting is given as ``DEMOSERV_<NAME>`` in the environment or ``<NAME>`` in th
 instance folder's ``config.py`` (the environment wins). ``check`` turns each given value
 into its kind, and stops a bad one with a line that names it as it was set."""
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,29 @@ SETTINGS = (
 )
 
 DEFAULTS = {setting.name: setting.default for setting in SETTINGS}
+
+
+# DEMOSERV_ variables that are not settings of the service: the update unit's export
+# (deploy/systemd), a client's CI's server (docs/testing-clients.md), the test suite's
+# and the benchmarks' own.
+OTHER_VARIABLES = ("EXPORT_URL", "URL", "PID", "TEST_SEED", "FUZZ_EXAMPLES", "FLOOR_ANSWERS")
+
+
+def unknown_variables(environ):
+    """A warning for each ``DEMOSERV_*`` variable of ``environ`` that is no setting (a
+    misspelt one would otherwise be ignored without a word), naming the closest."""
+    names = [PREFIX + setting.name for setting in SETTINGS]
+    warnings = []
+    for variable in sorted(environ):
+        if not variable.startswith(PREFIX) or variable in names:
+            continue
+        if variable.removeprefix(PREFIX) in OTHER_VARIABLES:
+            continue
+        name = variable.removeprefix(PREFIX)
+        close = difflib.get_close_matches(name, [s.name for s in SETTINGS], n=1, cutoff=0.6)
+        hint = f": did you mean {PREFIX}{close[0]}?" if close else " (see demoserv settings)"
+        warnings.append(f"{variable} is not a setting of demoserv, and is ignored{hint}")
+    return warnings
 
 
 def check(config, config_file):

@@ -115,3 +115,21 @@ def test_a_bad_setting_is_named_where_it_was_set(monkeypatch, tmp_path):
         create_app(instance_path=str(tmp_path))
     with pytest.raises(SettingError, match=r"^the CACHE_MAX_AGE setting is 'soon'"):
         create_app({"TESTING": True, "CACHE_MAX_AGE": "soon"})
+
+
+def test_a_misspelt_variable_is_named_with_the_closest_setting(monkeypatch, caplog, tmp_path):
+    monkeypatch.setenv("DEMOSERV_DATABSE", "x.sqlite3")
+    monkeypatch.setenv("DEMOSERV_NOTHING_LIKE_IT", "1")
+    monkeypatch.setenv("DEMOSERV_EXPORT_URL", "https://example.org/export.sql.gz")
+    with caplog.at_level("WARNING"):
+        create_app(instance_path=str(tmp_path))
+    warned = [r.getMessage() for r in caplog.records if r.name == "demoserv.factory"]
+    assert (
+        "DEMOSERV_DATABSE is not a setting of demoserv, and is ignored: did you mean "
+        "DEMOSERV_DATABASE?"
+    ) in warned
+    assert (
+        "DEMOSERV_NOTHING_LIKE_IT is not a setting of demoserv, and is ignored (see demoserv "
+        "settings)"
+    ) in warned
+    assert not [line for line in warned if "EXPORT_URL" in line]  # the update unit's
