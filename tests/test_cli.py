@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import urllib.request
+from pathlib import Path
 
 import click
 import pytest
@@ -209,8 +210,9 @@ def test_an_unreachable_upstream_shows_each_retry_and_the_wait(tmp_path):
 def test_leftovers_of_an_interrupted_load(tmp_path, catalogue_dir):
     """status names them; the next rollback, and the next load, remove them."""
     database = ("--database", "db.sqlite3")
-    for _ in range(2):  # a previous catalogue, for the rollback
-        load_catalogue(catalogue_dir, tmp_path / "db.sqlite3")
+    # Two catalogues of other records: a previous one, for the rollback.
+    load_catalogue(Path(__file__).resolve().parent.parent / "seed", tmp_path / "db.sqlite3")
+    load_catalogue(catalogue_dir, tmp_path / "db.sqlite3")
     leftover = tmp_path / ".db.sqlite3.0123abcd.loading"
     leftover.write_bytes(b"x" * 2000)
     status = run_installed("demoserv", "status", *database, cwd=tmp_path).stdout
