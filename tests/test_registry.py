@@ -157,7 +157,8 @@ def test_every_relation_names_registered_resources_and_their_fields():
             sides = [
                 (side.resource, [field for field, _ in side.fields]) for side in relation.sides
             ]
-            derived[relation.right.resource].update(sides[1][1])
+            if not relation.right.exported:  # an export writes that side too
+                derived[relation.right.resource].update(sides[1][1])
             for side in relation.sides:
                 assert side.column in relation.table.c and side.position in relation.table.c
         for name, names in sides:
@@ -165,11 +166,8 @@ def test_every_relation_names_registered_resources_and_their_fields():
             for field in names:
                 assert field in LOADING[name].record_schema.fields, (name, field)
     assert {name: set(fields) for name, fields in OTHER_SIDE.items()} == derived
-    assert derived["productions"] == {
-        "release_parties",
-        "invitation_parties",
-        "competition_placings",
-    }
+    # A production's placings are the upstream's rows' order: an export writes them.
+    assert derived["productions"] == {"release_parties", "invitation_parties"}
 
 
 def test_every_resource_declares_its_part_of_the_upstream_import():
