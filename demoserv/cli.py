@@ -21,7 +21,7 @@ from flask.cli import ScriptInfo
 from . import progress
 from .catalogue import fetch, install, sources, status
 from .catalogue.export import export_catalogue
-from .catalogue.reporting import CatalogueError
+from .catalogue.reporting import CatalogueError, Progress
 from .db import database_path, get_database
 from .settings import PACKAGED, packaged_catalogue
 from .version import __version__
@@ -202,28 +202,25 @@ def load_command(source, wait, allow_empty, force):
     source = checked_source(source)
     target = database_path(current_app)
     terminal = sys.stdout.isatty()
-    shown = progress.TerminalProgress() if terminal else None
-    download = progress.DownloadBar() if terminal else progress.Retries()
     try:
         settings = fetch.Settings.from_config(current_app.config)
     except (TypeError, ValueError) as error:
         fail(f"a DEMOSERV_FETCH_* setting is wrong: {error}")
+    options = sources.LoadOptions(
+        wait=wait,
+        allow_empty=allow_empty,
+        force=force,
+        fetch_settings=settings,
+        keep_days=current_app.config["CHANGES_KEPT_DAYS"],
+        progress=progress.TerminalProgress() if terminal else Progress(),
+        download_progress=progress.DownloadBar() if terminal else progress.Retries(),
+    )
     started = time.monotonic()
     # Everything, the summary included, under the signal handling: once the new file
     # is in place a signal can no longer turn the success into a failure.
     with install.handling_signals(target):
         try:
-            outcome = sources.load_source(
-                source,
-                target,
-                shown,
-                wait=wait,
-                allow_empty=allow_empty,
-                force=force,
-                settings=settings,
-                download_progress=download,
-                keep_days=current_app.config["CHANGES_KEPT_DAYS"],
-            )
+            outcome = sources.load_source(source, target, options)
         except (CatalogueError, install.InstallError, fetch.FetchError) as error:
             fail(str(error), getattr(error, "exit_status", 1))
         elapsed = time.monotonic() - started
