@@ -21,7 +21,7 @@ from flask.cli import ScriptInfo
 from . import progress
 from .catalogue import fetch, install, sources, status
 from .catalogue.export import export_catalogue
-from .catalogue.reporting import CatalogueError, Progress
+from .catalogue.reporting import CatalogueError
 from .db import database_path, get_database
 from .settings import PACKAGED, packaged_catalogue
 from .version import __version__
@@ -201,7 +201,6 @@ def load_command(source, wait, allow_empty, force):
     """
     source = checked_source(source)
     target = database_path(current_app)
-    terminal = sys.stdout.isatty()
     try:
         settings = fetch.Settings.from_config(current_app.config)
     except (TypeError, ValueError) as error:
@@ -212,8 +211,7 @@ def load_command(source, wait, allow_empty, force):
         force=force,
         fetch_settings=settings,
         keep_days=current_app.config["CHANGES_KEPT_DAYS"],
-        progress=progress.TerminalProgress() if terminal else Progress(),
-        download_progress=progress.DownloadBar() if terminal else progress.Retries(),
+        report=progress.Display(bars=sys.stdout.isatty()),
     )
     started = time.monotonic()
     # Everything, the summary included, under the signal handling: once the new file
@@ -276,7 +274,7 @@ def rollback_command(wait):
         existing_database()
     with install.handling_signals(target):
         try:
-            counts = install.rollback(target, wait=wait)
+            counts = install.rollback(target, wait=wait, report=progress.Display(bars=False))
         except install.InstallError as error:
             fail(str(error))
         progress.say(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")

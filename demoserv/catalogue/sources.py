@@ -13,6 +13,7 @@ the one served is not loaded again, unless forced (``LoadOptions``): the served 
 left as it is.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -21,7 +22,7 @@ from . import adhoc, fetch, history, install, prebuilt, provenance
 from .build import Builder
 from .files import catalogue_files
 from .pgdump import DumpError
-from .reporting import CatalogueError, Progress
+from .reporting import CatalogueError, silent
 from .rows import Loader
 from .upstream import import_dump
 
@@ -56,17 +57,15 @@ class LoadOptions:
     force: bool = False  # load even the export served
     fetch_settings: fetch.Settings = field(default_factory=fetch.Settings)  # how it downloads
     keep_days: int = history.KEEP_DAYS  # days of the history of changes kept
-    progress: Progress = field(default_factory=Progress)  # receives the load's progress
-    download_progress: fetch.DownloadProgress = field(default_factory=fetch.DownloadProgress)
+    report: Callable = silent  # receives the load's events (``reporting``)
 
 
-def load_catalogue(source, database, progress=None):
+def load_catalogue(source, database, report=silent):
     """Load ``source`` (any kind) into the database file ``database``, even if it is the
-    export served. Returns (the number of records of each resource, the same of the
-    catalogue it replaced). See ``install`` for the lock, the checks and the previous
-    file."""
-    options = LoadOptions(force=True, progress=progress or Progress())
-    outcome = load_source(source, database, options)
+    export served, reporting to ``report``. Returns (the number of records of each
+    resource, the same of the catalogue it replaced). See ``install`` for the lock, the
+    checks and the previous file."""
+    outcome = load_source(source, database, LoadOptions(force=True, report=report))
     return outcome.counts, outcome.before
 
 
@@ -99,7 +98,11 @@ def load_source(source, target, options=None):
     elif kind == BUILT:
         source = Path(source)
         counts, before = prebuilt.install_built(
-            source, target, wait=options.wait, allow_empty=options.allow_empty
+            source,
+            target,
+            wait=options.wait,
+            allow_empty=options.allow_empty,
+            report=options.report,
         )
         outcome = Outcome(source.name, True, counts, before)
     elif kind == EXPORT:
@@ -118,25 +121,35 @@ def _version(target):
     return info[0] if info else None
 
 
+def _building(target, options):
+    return install.building(target, wait=options.wait, report=options.report)
+
+
+def _install(building, target, counts, options):
+    return install.install(
+        building, target, counts, allow_empty=options.allow_empty, report=options.report
+    )
+
+
 def _load_folder(source, target, options):
     paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
-    with install.building(target, wait=options.wait) as building:
+    with _building(target, options) as building:
         counts = _build(
-            lambda builder: _read_folder(builder, paths, options.progress),
+            lambda builder: _read_folder(builder, paths, options.report),
             building, target, provenance.of_path(source), options,
         )  # fmt: skip
-        before = install.install(building, target, counts, allow_empty=options.allow_empty)
+        before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
 
 
-def _read_folder(builder, paths, progress):
-    counts = Loader(builder, paths, progress).run()
+def _read_folder(builder, paths, report):
+    counts = Loader(builder, paths, report).run()
     adhoc.from_files(builder)
     return counts
 
 
 def _load_file(source, target, options):
-    with install.building(target, wait=options.wait) as building:
+    with _building(target, options) as building:
         try:
             facts = provenance.of_file(source)
         except OSError as error:
@@ -144,7 +157,7 @@ def _load_file(source, target, options):
         if not options.force and provenance.same_export(facts, provenance.read(target)):
             return Outcome(source.name, False, why=SAME_BYTES)
         counts = _build_export(source, building, target, facts, options)
-        before = install.install(building, target, counts, allow_empty=options.allow_empty)
+        before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
 
 
@@ -155,7 +168,7 @@ def file_name(url):
 
 def _load_address(url, target, options):
     shown = provenance.public_address(url)
-    with install.building(target, wait=options.wait) as building:
+    with _building(target, options) as building:
         served = provenance.read(target)
         same_address = served.get("kind") == "url" and served.get("source") == shown
         known = served if same_address and not options.force else None
@@ -168,7 +181,7 @@ def _load_address(url, target, options):
                         file,
                         known=known,
                         settings=options.fetch_settings,
-                        progress=options.download_progress,
+                        report=options.report,
                     )
             except OSError as error:
                 raise install.InstallError(
@@ -183,7 +196,7 @@ def _load_address(url, target, options):
             except CatalogueError as error:
                 text = str(error).replace(download_path.name, file_name(url))
                 raise CatalogueError(f"{shown}: {text}") from None
-            before = install.install(building, target, counts, allow_empty=options.allow_empty)
+            before = _install(building, target, counts, options)
         finally:
             download_path.unlink(missing_ok=True)
     return Outcome(shown, True, counts, before, download=download)
@@ -192,7 +205,7 @@ def _load_address(url, target, options):
 def _build_export(source, building, target, origin, options):
     def fill(builder):
         try:
-            return import_dump(source, builder, options.progress)
+            return import_dump(source, builder, options.report)
         except DumpError as error:
             raise CatalogueError(str(error)) from None
 
@@ -208,7 +221,7 @@ def _build(fill, building, target, origin, options):
         counts = fill(builder)
         # Known once the files are read: stop before the long work of finishing.
         install.refuse_to_empty(target, counts, allow_empty=options.allow_empty)
-        builder.finish(counts, options.progress)
+        builder.finish(counts, options.report)
     finally:
         builder.close()
     history.record(building, target, options.keep_days)
