@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from servers import start_demoserv, stop  # noqa: E402
 
-from demoserv.catalogue.reporting import Progress  # noqa: E402
+from demoserv.catalogue.reporting import StageFinished, StageStarted  # noqa: E402
 from demoserv.catalogue.sources import load_catalogue  # noqa: E402
 
 PATHS = [
@@ -44,21 +44,20 @@ PATHS = [
 MONTH_PATHS = ["klubi/demoshow-prods/", "scenesat/monthly-releases/"]
 
 
-class Timed(Progress):
-    """The wall time of each stage of a load."""
+class Timed:
+    """The wall time of each stage of a load: a reporter of its events."""
 
     def __init__(self):
-        self.started = self.last = time.perf_counter()
+        self.started = self.began = time.perf_counter()
         self.stages = {}
-        self.current = "reading"
 
-    def stage(self, description):
-        now = time.perf_counter()
-        self.stages[self.current] = self.stages.get(self.current, 0) + now - self.last
-        self.current, self.last = description, now
+    def __call__(self, event):
+        if isinstance(event, StageStarted):
+            self.began = time.perf_counter()
+        elif isinstance(event, StageFinished):
+            self.stages[event.name] = time.perf_counter() - self.began
 
     def finish(self):
-        self.stage("done")
         return time.perf_counter() - self.started
 
 

@@ -201,29 +201,24 @@ def load_command(source, wait, allow_empty, force):
     """
     source = checked_source(source)
     target = database_path(current_app)
-    terminal = sys.stdout.isatty()
-    shown = progress.TerminalProgress() if terminal else None
-    download = progress.DownloadBar() if terminal else progress.Retries()
     try:
         settings = fetch.Settings.from_config(current_app.config)
     except (TypeError, ValueError) as error:
         fail(f"a DEMOSERV_FETCH_* setting is wrong: {error}")
+    options = sources.LoadOptions(
+        wait=wait,
+        allow_empty=allow_empty,
+        force=force,
+        fetch_settings=settings,
+        keep_days=current_app.config["CHANGES_KEPT_DAYS"],
+        report=progress.Display(bars=sys.stdout.isatty()),
+    )
     started = time.monotonic()
     # Everything, the summary included, under the signal handling: once the new file
     # is in place a signal can no longer turn the success into a failure.
     with install.handling_signals(target):
         try:
-            outcome = sources.load_source(
-                source,
-                target,
-                shown,
-                wait=wait,
-                allow_empty=allow_empty,
-                force=force,
-                settings=settings,
-                download_progress=download,
-                keep_days=current_app.config["CHANGES_KEPT_DAYS"],
-            )
+            outcome = sources.load_source(source, target, options)
         except (CatalogueError, install.InstallError, fetch.FetchError) as error:
             fail(str(error), getattr(error, "exit_status", 1))
         elapsed = time.monotonic() - started
@@ -279,7 +274,7 @@ def rollback_command(wait):
         existing_database()
     with install.handling_signals(target):
         try:
-            counts = install.rollback(target, wait=wait)
+            counts = install.rollback(target, wait=wait, report=progress.Display(bars=False))
         except install.InstallError as error:
             fail(str(error))
         progress.say(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")

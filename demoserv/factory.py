@@ -141,7 +141,7 @@ def build_from_seed(app, replace=False):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)
         return
     try:
-        counts, _ = load_catalogue(seed, path)
+        counts, _ = load_catalogue(seed, path, progress.LogLines())
     except (CatalogueError, InstallError) as error:
         # One line, and the server starts: it answers 503 until a catalogue is loaded.
         log.error("cannot build the catalogue from the seed catalogue %s: %s", seed, error)

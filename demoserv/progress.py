@@ -1,16 +1,18 @@
-"""What the commands print while they work and when they are done: progress bars on a
-terminal, retries of a download, and sizes, counts and durations formatted one way
-(counts with thousands separators, sizes in kB/MB/GB with one decimal, seconds with one).
+"""What the commands print while they work and when they are done, and what a load's
+events (``catalogue.reporting``) become: the command's display (progress bars on a
+terminal, retries and warnings on standard error) or log lines; sizes, counts and
+durations formatted one way (counts with thousands separators, sizes in kB/MB/GB with
+one decimal, seconds with one).
 Text that comes from a file or a server (names, messages, facts) is shown ``printable``:
 it can neither move the cursor nor split a line."""
 
+import logging
 import sys
 import time
 
 import click
 
-from .catalogue import fetch
-from .catalogue.reporting import Progress
+from .catalogue import reporting
 
 
 def printable(text):
@@ -64,19 +66,54 @@ def changes(after, before):
     )
 
 
-class TerminalProgress(Progress):
-    """A progress bar per file: bytes read, records loaded and their rate."""
+def _line(event):
+    """A retry or a warning in one line, as the display and the log say it."""
+    if isinstance(event, reporting.Retrying):
+        return (
+            f"Attempt {event.attempt} of {event.attempts} failed: {event.cause}; "
+            f"next in {seconds(event.wait)}"
+        )
+    return event.message
 
-    def __init__(self):
-        self.bar = None
-        self.table = None
 
-    def file_started(self, name, size):
+class Display:
+    """What a command shows of a load's events (``catalogue.reporting``): each retry of
+    a download and each warning at once on standard error; with ``bars`` (on a
+    terminal) also a bar per file read, a line redrawn as an export downloads and a line
+    per step of the build."""
+
+    def __init__(self, bars):
+        self.bars = bars
+        self.shown = None  # the bar of the file or download going on
+
+    def __call__(self, event):
+        if isinstance(event, (reporting.Retrying, reporting.Warned)):
+            say(_line(event), err=True)
+        elif not self.bars:
+            return
+        elif isinstance(event, reporting.StageStarted):
+            if event.kind == reporting.STEP:
+                click.echo(f"{event.name}...")
+            else:
+                self.shown = (FileBar if event.kind == reporting.FILE else DownloadLine)(event)
+        elif isinstance(event, reporting.StageAdvanced):
+            self.shown.advanced(event)
+        elif isinstance(event, reporting.StageFinished) and event.kind != reporting.STEP:
+            self.shown.finished()
+            self.shown = None
+
+
+class FileBar:
+    """A file being read: a bar of its bytes, with records loaded and their rate, or
+    (an export) the table being read and its rows."""
+
+    def __init__(self, started):
         self.records = 0
+        self.table = None
         self.started = time.monotonic()
         self.bar = click.progressbar(
-            length=size,
-            label=f"{printable(name):<22}",
+            length=started.total,
+            label=f"{printable(started.name):<22}",
             item_show_func=self._status,
             file=sys.stdout,
         )
@@ -90,43 +127,31 @@ class TerminalProgress(Progress):
         rate = records / max(time.monotonic() - self.started, 1e-6)
         return f"{count(records)} records, {rate:,.0f}/s"
 
-    def reading(self, table, rows):
-        self.table, self.table_rows = table, rows
+    def advanced(self, event):
+        if event.table is not None:
+            self.table, self.table_rows = event.table, event.rows
+        self.records += event.records
+        self.bar.update(event.size, self.records)
 
-    def advanced(self, size, records):
-        self.records += records
-        self.bar.update(size, self.records)
-
-    def file_finished(self, name, records):
+    def finished(self):
         self.bar.__exit__(None, None, None)
 
-    def stage(self, description):
-        click.echo(f"{description}...")
 
-
-class Retries(fetch.DownloadProgress):
-    """Each failed attempt of a download, at once, on standard error: its cause and the
-    time until the next."""
-
-    def retrying(self, attempt, attempts, cause, wait):
-        say(f"Attempt {attempt} of {attempts} failed: {cause}; next in {seconds(wait)}", err=True)
-
-
-class DownloadBar(Retries):
-    """On a terminal, one line redrawn as the export arrives: a bar, bytes of the
+class DownloadLine:
+    """An export downloading: one line redrawn as it arrives, a bar, bytes of the
     total, the rate and the time left."""
 
     WIDTH = 30
     EVERY = 0.1  # seconds between redraws
 
-    def started(self, total, offset):
-        self.total, self.done, self.offset = total, offset, offset
+    def __init__(self, started):
+        self.total, self.done, self.offset = started.total, started.done, started.done
         self.began = time.monotonic()
         self.drawn = 0.0
         self._draw()
 
-    def advanced(self, size):
-        self.done += size
+    def advanced(self, event):
+        self.done += event.size
         if time.monotonic() - self.drawn >= self.EVERY:
             self._draw()
 
@@ -148,3 +173,30 @@ class DownloadBar(Retries):
         else:
             text = f"{size(self.done)}, {size(rate)}/s"
         click.echo(f"\r{text:<78}", nl=False)
+
+
+class LogLines:
+    """A load's events as log lines (the server's build from the seed catalogue): a line
+    for each stage done, what it read and how long it took (INFO), and for each retry
+    and warning (WARNING)."""
+
+    def __init__(self):
+        self.log = logging.getLogger("demoserv.catalogue")
+        self.started = self.bytes = None
+
+    def __call__(self, event):
+        if isinstance(event, (reporting.Retrying, reporting.Warned)):
+            self.log.warning("%s", _line(event))
+        elif isinstance(event, reporting.StageStarted):
+            self.started, self.bytes = time.monotonic(), 0
+        elif isinstance(event, reporting.StageAdvanced):
+            self.bytes += event.size
+        elif isinstance(event, reporting.StageFinished):
+            what = event.name
+            if event.kind == reporting.FILE:
+                records = "" if event.records is None else f", {count(event.records)} records"
+                what = f"read {event.name} ({size(self.bytes)}{records})"
+            elif event.kind == reporting.DOWNLOAD:
+                what = f"downloaded {event.name} ({size(self.bytes)})"
+            elapsed = time.monotonic() - self.started
+            self.log.info("%s in %s", what, seconds(elapsed))

@@ -67,14 +67,19 @@ def test_making_an_app_never_creates_its_database(tmp_path):
     assert not (tmp_path / "typo.sqlite3").exists()
 
 
-def test_a_server_builds_the_database_from_the_seed_once(tmp_path):
+def test_a_server_builds_the_database_from_the_seed_once(tmp_path, caplog):
     seed = catalogue_factory.write(
         catalogue_factory.build(seed=4, productions=12), tmp_path / "seed"
     )
     database = tmp_path / "first.sqlite3"
     app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(seed)})
-    build_from_seed(app)
+    with caplog.at_level("INFO", logger="demoserv"):
+        build_from_seed(app)
     assert database.exists()
+    # The build in the server's log: each file read and each step, then what it holds.
+    loaded = [r.getMessage() for r in caplog.records if r.name == "demoserv.catalogue"]
+    assert any(line.startswith("read productions.jsonl (") for line in loaded)
+    assert any(line.startswith("building records in ") for line in loaded)
     assert app.test_client().get("/api/v1/productions/").json["count"] == 12
     stamp = database.stat().st_mtime_ns
     build_from_seed(app)

@@ -22,8 +22,14 @@ from pathlib import Path
 import pytest
 
 from demoserv.catalogue import fetch, install, provenance
+from demoserv.catalogue.reporting import (
+    DOWNLOAD,
+    Retrying,
+    StageAdvanced,
+    StageFinished,
+    StageStarted,
+)
 from demoserv.catalogue.sources import load_catalogue
-from demoserv.progress import DownloadBar
 
 from .conftest import refusing_url, suite_app
 from .terminal import run_on_a_terminal
@@ -448,12 +454,36 @@ def test_retry_after_is_honoured_and_capped(server):
     assert waits == [2]
 
 
+def test_each_attempt_is_a_download_stage_and_each_retry_is_reported(server):
+    """A body cut halfway, then resumed: a DOWNLOAD stage an attempt, the second from
+    where the first stopped, and a Retrying between them."""
+    server.faults.append("drop")
+    events = []
+    settings = fetch.Settings(retries=1, backoff=0)
+    fetch.fetch(server.url, io.BytesIO(), settings=settings, report=events.append)
+    size, half = len(server.body), len(server.body) // 2
+    stages = [event for event in events if not isinstance(event, StageAdvanced)]
+    cause = stages[2].cause
+    assert cause.startswith(f"the connection was lost after {half:,} of {size:,} bytes")
+    assert stages == [
+        StageStarted(DOWNLOAD, server.url, size),
+        StageFinished(DOWNLOAD, server.url),
+        Retrying(1, 2, cause, 0.0),
+        StageStarted(DOWNLOAD, server.url, size, half),
+        StageFinished(DOWNLOAD, server.url),
+    ]
+    second = events.index(stages[3])
+    assert sum(event.size for event in events[1 : second - 2]) == half
+    assert sum(event.size for event in events[second + 1 : -1]) == size - half
+
+
 def test_the_download_file_of_a_killed_load_is_removed_by_the_next(from_url, server, tmp_path):
     target = served_copy(tmp_path, from_url[0])
     leftover = target.with_name(".db.sqlite3.0123abcd.loading.download")
     leftover.write_bytes(b"x" * 1000)
     result = run(target, server.url)
-    assert result.exit_code == 0 and result.output.startswith("Unchanged")
+    assert result.exit_code == 0 and result.stdout.startswith("Unchanged")
+    assert result.stderr == f"removed {leftover} (1,000 bytes) left by an interrupted load\n"
     assert not leftover.exists()
 
 
@@ -467,29 +497,6 @@ def test_an_unreachable_server(from_file, tmp_path):
         "Connection refused) (gave up after 1 attempt)"
     )
     assert_failed(result, line, target, before)
-
-
-def test_the_progress_bar_shows_bytes_total_rate_and_time_left(capsys):
-    bar = DownloadBar()
-    bar.started(2_000_000, 0)
-    bar.advanced(500_000)
-    bar.finished()
-    text = capsys.readouterr().out
-    last = text.rstrip("\n").split("\r")[-1]
-    assert last.startswith("[#######-----------------------] 500.0 kB of 2.0 MB, ")
-    assert last.rstrip().endswith(" left") and "/s, " in last
-
-
-def test_the_progress_bar_of_an_export_of_unknown_size_shows_bytes_and_rate(capsys):
-    bar = DownloadBar()
-    bar.EVERY = 0  # each chunk redrawn
-    bar.started(None, 0)  # no Content-Length
-    bar.advanced(1_500)
-    bar.advanced(1_500)
-    bar.finished()
-    lines = capsys.readouterr().out.rstrip("\n").split("\r")[1:]
-    assert [line.split(", ")[0] for line in lines] == ["0 bytes", "1.5 kB", "3.0 kB", "3.0 kB"]
-    assert all(line.rstrip().endswith("/s") and "[" not in line for line in lines)
 
 
 def test_status_says_what_is_served_and_what_rollback_would_serve(

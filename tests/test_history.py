@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from demoserv.catalogue import history, install, status
-from demoserv.catalogue.sources import load_catalogue, load_source
+from demoserv.catalogue.sources import LoadOptions, load_catalogue, load_source
 from demoserv.resources import RESOURCES
 from demoserv.stored import RecordCodec
 
@@ -207,14 +207,14 @@ def test_the_history_keeps_the_loads_of_its_last_days(loads, tmp_path, keep_days
     target = tmp_path / "served.sqlite3"
     shutil.copyfile(files[3], target)
     _age(target, [1, 2])
-    load_source(folders[2], target, keep_days=keep_days)
+    load_source(folders[2], target, LoadOptions(keep_days=keep_days))
     loads_rows, changes = history_rows(target)
     assert [row[0] for row in loads_rows] == kept
     assert {row[2] for row in changes} == set(kept) - {1}
     # The served file's last load is kept whatever its age.
     shutil.copyfile(target, tmp_path / "aged.sqlite3")
     _age(tmp_path / "aged.sqlite3", kept)
-    load_source(folders[3], tmp_path / "aged.sqlite3", keep_days=keep_days)
+    load_source(folders[3], tmp_path / "aged.sqlite3", LoadOptions(keep_days=keep_days))
     assert [row[0] for row in history_rows(tmp_path / "aged.sqlite3")[0]] == [5, 6]
 
 

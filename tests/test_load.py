@@ -12,7 +12,7 @@ from demoserv.catalogue import build
 from demoserv.catalogue.build import Builder
 from demoserv.catalogue.export import export_catalogue
 from demoserv.catalogue.files import catalogue_files
-from demoserv.catalogue.reporting import CatalogueError, Progress
+from demoserv.catalogue.reporting import CatalogueError, silent
 from demoserv.catalogue.resources import LOAD_ORDER
 from demoserv.catalogue.rows import Loader
 from demoserv.catalogue.scratch import Scratch
@@ -383,7 +383,7 @@ def _python_memory_of_reading(folder, count):
     write_lines(folder, "productions", productions)
     builder = Builder(str(folder / "new.sqlite3"))
     try:
-        loader = Loader(builder, catalogue_files(folder), Progress())
+        loader = Loader(builder, catalogue_files(folder), silent)
         tracemalloc.start()
         try:
             counts = loader.run()

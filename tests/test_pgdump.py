@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demoserv.catalogue.pgdump import LINE_LIMIT, PROGRESS_EVERY, DumpError, read_tables
+from demoserv.catalogue.reporting import FILE, StageAdvanced, StageFinished, StageStarted
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 
@@ -291,26 +292,30 @@ def test_the_last_end_of_block_may_lack_its_newline(write_dump):
 # How it reads
 
 
-def test_progress_reports_table_changes_and_every_few_thousand_rows(write_dump):
+def test_the_reading_is_a_file_stage_advanced_at_table_changes_and_every_few_thousand_rows(
+    write_dump,
+):
     rows = [b"%d\tx" % number for number in range(2 * PROGRESS_EVERY + 5)]
     path = write_dump(
         HEAD + b"COPY public.other (a) FROM stdin;\n1\n\\.\n" + one_table(["a", "b"], rows)
     )
-    calls = []
-    count = sum(
-        1 for _ in read_tables(path, {"t": {"a": "int"}}, progress=lambda *call: calls.append(call))
-    )
+    events = []
+    count = sum(1 for _ in read_tables(path, {"t": {"a": "int"}}, events.append))
     assert count == len(rows)
-    assert [(table, rows) for _, table, rows in calls] == [
+    assert events[0] == StageStarted(FILE, path.name, path.stat().st_size)
+    assert events[-1] == StageFinished(FILE, path.name)
+    advanced = events[1:-1]
+    assert all(isinstance(event, StageAdvanced) for event in advanced)
+    assert [(event.table, event.rows) for event in advanced] == [
         ("other", 0),
         ("t", 0),
         ("t", PROGRESS_EVERY),
         ("t", 2 * PROGRESS_EVERY),
         ("t", len(rows)),
     ]
-    positions = [position for position, _, _ in calls]
-    assert positions == sorted(positions)
-    assert 0 < positions[-1] <= path.stat().st_size  # compressed bytes when gzipped
+    # The (compressed) bytes read, each counted once.
+    assert all(event.size >= 0 for event in advanced)
+    assert 0 < sum(event.size for event in advanced) <= path.stat().st_size
 
 
 def test_memory_stays_small_on_a_big_dump(write_dump):

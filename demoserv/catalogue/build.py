@@ -20,6 +20,7 @@ from ..serialize import Built, compile_dumper
 from ..shared import DIGEST_DIGITS, TIME_FORMAT
 from ..stored import MARKERS, RecordCodec
 from . import adhoc, history
+from .reporting import step
 from .resources import LOAD_ORDER, LOADING
 
 BATCH = 5000  # rows per INSERT
@@ -99,8 +100,9 @@ class Builder:
                 self.connection.execute(insert(each), rows)
                 rows.clear()
 
-    def finish(self, counts, progress):
-        """Rank, index and document what was written, and label the file."""
+    def finish(self, counts, report):
+        """Rank, index and document what was written, and label the file; its steps
+        reported to ``report``."""
         self.flush()
         # Each production's best competition position (its placing filter), from the
         # placings written, whichever source gave them.
@@ -110,20 +112,20 @@ class Builder:
             "GROUP BY production_id) AS best WHERE best.production_id = productions.id"
         )
         self._fill_tag_tables()
-        progress.stage("ranking")
-        for name in LOAD_ORDER:
-            self._rank(BY_NAME[name])
-        progress.stage("indexing")
+        with step(report, "ranking"):
+            for name in LOAD_ORDER:
+                self._rank(BY_NAME[name])
         # Indexes that hold records (tables.COVERED_RANKS) follow the records.
         covering = [i for i in tables.INDEXES if any(c.name == "doc" for c in i.columns)]
-        for index in tables.INDEXES:
-            if index not in covering:
-                index.create(self.connection)
-        progress.stage("building records")
-        read_models = ReadModels(self.connection)
-        read_models.build()
-        progress.stage("building the adhoc answers")
-        adhoc.build_answers(self.connection, read_models.digest)
+        with step(report, "indexing"):
+            for index in tables.INDEXES:
+                if index not in covering:
+                    index.create(self.connection)
+        with step(report, "building records"):
+            read_models = ReadModels(self.connection)
+            read_models.build()
+        with step(report, "building the adhoc answers"):
+            adhoc.build_answers(self.connection, read_models.digest)
         for index in covering:
             index.create(self.connection)
         for table in SCRATCH_TABLES:  # empty, in the new file; main's from now on

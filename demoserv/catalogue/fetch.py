@@ -25,6 +25,14 @@ import requests
 import urllib3.exceptions
 
 from . import provenance
+from .reporting import (
+    DOWNLOAD,
+    Retrying,
+    StageAdvanced,
+    StageFinished,
+    StageStarted,
+    silent,
+)
 
 CHUNK = 1 << 16
 GZIP_MAGIC = b"\x1f\x8b"
@@ -75,24 +83,6 @@ class Settings:
     def wait_before(self, attempt):
         """Seconds to wait before the ``attempt``-th retry (1, 2, ...)."""
         return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
-
-
-class DownloadProgress:
-    """Receives a download's progress; this one ignores it."""
-
-    def started(self, total, offset):
-        """A response's body starts: ``total`` bytes in all (None if unknown), of which
-        ``offset`` are already on disk (a resumed transfer)."""
-
-    def advanced(self, size):
-        pass
-
-    def finished(self):
-        pass
-
-    def retrying(self, attempt, attempts, cause, wait):
-        """Attempt ``attempt`` of at most ``attempts`` failed with ``cause``; the next
-        starts in ``wait`` seconds."""
 
 
 @dataclass
@@ -239,19 +229,20 @@ class _Retry(Exception):
         self.wait = wait
 
 
-def fetch(url, file, *, known=None, settings=None, progress=None, sleep=time.sleep, session=None):
+def fetch(url, file, *, known=None, settings=None, report=silent, sleep=time.sleep, session=None):
     """Download the export at ``url`` into ``file`` (a binary file open for writing and
     reading). ``known``: the facts of the served export if it came from ``url`` (its
     validators are sent, and a response showing the same export ends the fetch), or None.
-    Returns a Download; raises FetchError in one line naming the address and the cause."""
+    Each body received is a DOWNLOAD stage, each further attempt a Retrying, reported to
+    ``report``. Returns a Download; raises FetchError in one line naming the address and
+    the cause."""
     settings = settings or Settings()
-    progress = progress or DownloadProgress()
     shown = provenance.public_address(url)
     own_session = session is None
     if own_session:
         session = requests.Session()
     session.max_redirects = settings.max_redirects
-    fetcher = _Fetcher(url, shown, file, known, settings, progress, session)
+    fetcher = _Fetcher(url, shown, file, known, settings, report, session)
     started = time.monotonic()
     try:
         attempt = 0
@@ -267,7 +258,7 @@ def fetch(url, file, *, known=None, settings=None, progress=None, sleep=time.sle
                         f"{shown}: {failure.cause} (gave up after {attempt} {tries})"
                     ) from None
                 wait = failure.wait if failure.wait is not None else settings.wait_before(attempt)
-                progress.retrying(attempt, settings.retries + 1, failure.cause, wait)
+                report(Retrying(attempt, settings.retries + 1, failure.cause, wait))
                 sleep(wait)
     finally:
         if own_session:
@@ -280,10 +271,10 @@ def fetch(url, file, *, known=None, settings=None, progress=None, sleep=time.sle
 
 
 class _Fetcher:
-    def __init__(self, url, shown, file, known, settings, progress, session):
+    def __init__(self, url, shown, file, known, settings, report, session):
         self.url, self.shown = url, shown
         self.known = known or {}
-        self.settings, self.progress, self.session = settings, progress, session
+        self.settings, self.report, self.session = settings, report, session
         self.body = _Body(file)
         self.total = None  # bytes of the whole export, once a response says
         self.validator = None  # what If-Range sends when resuming: a strong ETag or a date
@@ -372,7 +363,7 @@ class _Fetcher:
         self.response_facts = {"etag": etag, "last_modified": modified}
 
     def stream(self, response):
-        self.progress.started(self.total, self.body.size)
+        self.report(StageStarted(DOWNLOAD, self.shown, self.total, self.body.size))
         try:
             while True:
                 try:
@@ -404,9 +395,9 @@ class _Fetcher:
                     raise self.fail(f"corrupt: not a valid gzip stream ({error})") from None
                 if first and _looks_like_html(self.body.head, ""):
                     raise self.fail("an HTML page, not a database export")
-                self.progress.advanced(len(chunk))
+                self.report(StageAdvanced(len(chunk)))
         finally:
-            self.progress.finished()
+            self.report(StageFinished(DOWNLOAD, self.shown))
 
     def finish(self):
         size = self.body.size

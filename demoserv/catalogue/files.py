@@ -9,7 +9,7 @@ import stat
 import orjson
 from marshmallow import ValidationError
 
-from .reporting import CatalogueError
+from .reporting import FILE, CatalogueError, StageAdvanced, StageFinished, StageStarted
 from .resources import LOAD_ORDER
 
 PROGRESS_EVERY = 1000  # lines between progress reports
@@ -78,17 +78,18 @@ _KINDS = {
 }
 
 
-def read_records(path, schema, progress):
-    """Yield (line number, validated record) for each record line of ``path``.
+def read_records(path, schema, report):
+    """Yield (line number, validated record) for each record line of ``path``, reporting
+    its reading to ``report`` as a FILE stage.
 
     A line holds at most LINE_LIMIT bytes and a string field at most FIELD_LIMIT
     characters; a key given twice in one object is an error.
     """
     lines = _open_regular(path)
     with lines:
-        progress.file_started(path.name, os.fstat(lines.fileno()).st_size)
+        report(StageStarted(FILE, path.name, os.fstat(lines.fileno()).st_size))
         pending_size = pending_lines = 0
-        number = 0
+        number = records = 0
         while True:
             try:
                 raw = lines.readline(LINE_LIMIT + 1)
@@ -103,7 +104,7 @@ def read_records(path, schema, progress):
             pending_size += len(raw)
             pending_lines += 1
             if pending_lines == PROGRESS_EVERY:
-                progress.advanced(pending_size, pending_lines)
+                report(StageAdvanced(pending_size, pending_lines))
                 pending_size = pending_lines = 0
             try:
                 text = raw.decode("utf-8")
@@ -128,11 +129,14 @@ def read_records(path, schema, progress):
             if not _no_duplicate_keys(raw, data):
                 _check_duplicate_keys(text, where)
             try:
-                yield number, schema.load(data)
+                record = schema.load(data)
             except ValidationError as error:
                 field, message = first_error(error.messages)
                 raise CatalogueError(f"{where}: {field}: {message}") from None
-        progress.advanced(pending_size, pending_lines)
+            records += 1
+            yield number, record
+        report(StageAdvanced(pending_size, pending_lines))
+        report(StageFinished(FILE, path.name, records))
 
 
 FIELD_LIMIT = 1 << 20  # characters of one string field

@@ -14,7 +14,6 @@ File names beside the served file ``NAME``:
 
 import errno
 import fcntl
-import logging
 import os
 import signal
 import sqlite3
@@ -27,8 +26,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..shared import connect_read_only
-
-log = logging.getLogger(__name__)
+from .reporting import Warned, silent
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 MIN_FREE = 1 << 20  # bytes: below this no catalogue can be built
@@ -98,10 +96,7 @@ _signals = _SignalState()
 def _on_signal(signum, frame):
     _signals.count += 1
     if _signals.switched or _signals.aborting:
-        log.info(
-            "%s: signal %d after the switch or during clean-up: ignored", _signals.target, signum
-        )
-        return
+        return  # after the switch or during the clean-up: ignored
     _signals.aborting = True  # further signals during the clean-up are only counted
     raise Interrupted(signum, _signals.target)
 
@@ -141,7 +136,7 @@ def _switching():
 
 
 @contextmanager
-def _locked(target, wait):
+def _locked(target, wait, report):
     lock = lock_path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +152,7 @@ def _locked(target, wait):
                     f"{target}: another load is running (it holds {lock}); "
                     "wait for it to finish, or load with --wait"
                 ) from None
-            log.warning("%s: another load is running; waiting for it to finish", target)
+            report(Warned(f"{target}: another load is running; waiting for it to finish"))
             fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
     finally:
@@ -185,13 +180,13 @@ def leftovers(target):
     return _leftover_files(target)
 
 
-def _remove_leftovers(target):
+def _remove_leftovers(target, report):
     """Build files of killed loads: no load is running, since this one holds the lock."""
     for leftover in _leftover_files(target):
         try:
             size = leftover.stat().st_size
             leftover.unlink()
-            log.warning("removed %s (%s bytes) left by an interrupted load", leftover, f"{size:,}")
+            report(Warned(f"removed {leftover} ({size:,} bytes) left by an interrupted load"))
         except OSError as error:
             raise InstallError(describe(error, leftover)) from None
 
@@ -217,15 +212,16 @@ def _check_space(target):
 
 
 @contextmanager
-def building(target, *, wait=False):
+def building(target, *, wait=False, report=silent):
     """Take the load lock beside ``target`` (if another load holds it: wait if ``wait``,
     else raise InstallError), remove the build files of killed loads, refuse early if
     the folder clearly has too little space, and yield a new, empty build path in
     ``target``'s folder. The build file is removed on leaving, whatever happens; any
-    OSError or SQLite error from the block becomes an InstallError naming the path."""
+    OSError or SQLite error from the block becomes an InstallError naming the path.
+    What it does not stop for is reported to ``report`` (Warned)."""
     target = Path(target)
-    with _locked(target, wait):
-        _remove_leftovers(target)
+    with _locked(target, wait, report):
+        _remove_leftovers(target, report)
         _check_space(target)
         build = _scratch_path(target)
         try:
@@ -238,7 +234,7 @@ def building(target, *, wait=False):
                 try:
                     path.unlink(missing_ok=True)
                 except OSError as error:
-                    log.error("cannot remove %s: %s", path, error.strerror)
+                    report(Warned(f"cannot remove {path}: {error.strerror}"))
 
 
 # Switching files.
@@ -298,7 +294,7 @@ def _fsync(path, flags=os.O_RDONLY):
         os.close(descriptor)
 
 
-def _take_owner_and_mode(build, target):
+def _take_owner_and_mode(build, target, report):
     """The owner and mode of the file replaced, or for a first file its folder's owner,
     read and write for it and the folder's read bits for group and others."""
     try:
@@ -318,11 +314,11 @@ def _take_owner_and_mode(build, target):
                 os.chown(build, -1, model.st_gid)
             except PermissionError:
                 pass
-            log.warning(
-                "%s: new file owned by uid %d, the file it replaces by uid %d",
-                target,
-                current.st_uid,
-                model.st_uid,
+            report(
+                Warned(
+                    f"{target}: new file owned by uid {current.st_uid}, the file it replaces "
+                    f"by uid {model.st_uid}"
+                )
             )
 
 
@@ -350,19 +346,21 @@ def refuse_to_empty(target, counts, *, allow_empty=False):
     return before
 
 
-def install(build_path, target, counts, *, allow_empty=False):
+def install(build_path, target, counts, *, allow_empty=False, report=silent):
     """Put the finished file ``build_path`` in place as ``target``: refuse if it would
     leave empty a resource that the served catalogue has (unless ``allow_empty``);
     give it the owner and mode of the file it replaces; fsync it; keep the served file
     as ``target.previous``, unless it holds the same records (a reload of them keeps
     the catalogue before them for a rollback); rename; fsync the folder. Returns the
-    served catalogue's counts before the switch ({} if there was none)."""
+    served catalogue's counts before the switch ({} if there was none). An owner that
+    cannot be kept and a failed fsync of the folder are reported to ``report``
+    (Warned)."""
     build_path, target = Path(build_path), Path(target)
     before = refuse_to_empty(target, counts, allow_empty=allow_empty)
     try:
         same_records = _same_records(build_path, target)
         _keep_time_of_same_records(build_path, target)
-        _take_owner_and_mode(build_path, target)
+        _take_owner_and_mode(build_path, target, report)
         _fsync(build_path)
         with _switching():
             if _signals.aborting:
@@ -375,17 +373,18 @@ def install(build_path, target, counts, *, allow_empty=False):
     try:
         _fsync(target.parent)
     except OSError as error:
-        log.warning("%s: the new catalogue is in place, but fsync failed: %s", target, error)
+        report(Warned(f"{target}: the new catalogue is in place, but fsync failed: {error}"))
     return before
 
 
-def rollback(target, *, wait=False):
+def rollback(target, *, wait=False, report=silent):
     """Switch atomically back to ``target.previous``; the served file becomes the
-    previous one. Returns the counts of the catalogue now served."""
+    previous one. Returns the counts of the catalogue now served. What it does not stop
+    for is reported to ``report`` (Warned), as a load's is."""
     target = Path(target)
     previous = previous_path(target)
-    with _locked(target, wait):
-        _remove_leftovers(target)
+    with _locked(target, wait, report):
+        _remove_leftovers(target, report)
         try:
             previous_stat = os.stat(previous)
         except FileNotFoundError:
@@ -414,5 +413,5 @@ def rollback(target, *, wait=False):
         try:
             _fsync(target.parent)
         except OSError as error:
-            log.warning("%s: rolled back, but fsync failed: %s", target, error)
+            report(Warned(f"{target}: rolled back, but fsync failed: {error}"))
         return served_counts(target)

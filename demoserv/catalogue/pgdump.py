@@ -18,11 +18,13 @@ import functools
 import gzip
 import io
 import math
+import os
 import re
 import zlib
 from pathlib import Path
 
 from ..shared import INTEGER_RANGE, MAX_TEXT, shown
+from .reporting import FILE, StageAdvanced, StageFinished, StageStarted, silent
 
 GZIP_MAGIC = b"\x1f\x8b"
 CUSTOM_FORMAT_MAGIC = b"PGDMP"  # pg_dump --format=custom, which this reader does not take
@@ -282,7 +284,7 @@ class _Block:
         return tuple(values)
 
 
-def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
+def read_tables(source, wanted, report=silent, *, line_limit=LINE_LIMIT):
     """Yield (table, line_number, row) for every row of the wanted tables, in dump order.
 
     source: a path (str or Path) to a .sql or .sql.gz file; gzip is detected by its magic
@@ -291,8 +293,9 @@ def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
         type one of "int", "float", "bool", "text", "date", "timestamp".
     row: a tuple of the converted values in the order of wanted[table]'s columns
         (whatever order the dump's COPY header has them in). NULL (\\N) is None for every type.
-    progress: optional callable(compressed_bytes_read, table, rows_in_table) called every
-        few thousand rows and at every table change (cheap; it draws a progress bar).
+    report: the reporter of the reading, a FILE stage (``reporting``): advanced by the
+        (compressed) bytes read, with the table and its rows, at every table change and
+        every PROGRESS_EVERY rows.
     line_limit: the bytes of a line (without its newline) held at once. A row of a
         wanted table that is longer raises DumpError; any other line that is longer is
         skipped a chunk at a time (SKIP_CHUNK), never held whole.
@@ -312,10 +315,10 @@ def read_tables(source, wanted, progress=None, *, line_limit=LINE_LIMIT):
                 raise ValueError(
                     f"{table}.{column}: unknown type {type_name!r}, not one of {list(CONVERTERS)}"
                 )
-    return _read_dump(Path(source), wanted, progress, line_limit)
+    return _read_dump(Path(source), wanted, report, line_limit)
 
 
-def _read_dump(path, wanted, progress, line_limit):
+def _read_dump(path, wanted, report, line_limit):
     try:
         file = open(path, "rb")
     except OSError as error:
@@ -326,8 +329,10 @@ def _read_dump(path, wanted, progress, line_limit):
             stream = io.BufferedReader(gzip.open(file), buffer_size=1 << 16)
         else:
             stream = file
+        report(StageStarted(FILE, path.name, os.fstat(file.fileno()).st_size))
         with stream:
-            yield from _read_lines(stream, file, path.name, wanted, progress, line_limit)
+            yield from _read_lines(stream, file, path.name, wanted, report, line_limit)
+        report(StageFinished(FILE, path.name))
 
 
 def _size(limit):
@@ -343,13 +348,21 @@ def _skip_rest(stream, line):
         line = stream.readline(SKIP_CHUNK)
 
 
-def _read_lines(stream, file, name, wanted, progress, line_limit):
+def _read_lines(stream, file, name, wanted, report, line_limit):
     """The wanted rows of the dump text ``stream``; ``file`` is the file it comes from."""
     # At most line_limit bytes and the newline a line: a longer line comes cut, without
     # its newline, and its rest is read past directly from ``stream`` (_skip_rest), so
     # that the line numbers of ``lines`` stay those of the text.
     lines = enumerate(iter(functools.partial(stream.readline, line_limit + 1), b""), 1)
     bytes_read = file.tell if file.seekable() else lambda: 0  # a pipe has no position
+    reported = 0
+
+    def advanced(table, rows):
+        nonlocal reported
+        position = bytes_read()
+        report(StageAdvanced(position - reported, table=table, rows=rows))
+        reported = position
+
     where, line_number = name, 0
     tables_seen = set()
     try:
@@ -372,8 +385,7 @@ def _read_lines(stream, file, name, wanted, progress, line_limit):
                 table = f"{_unquote(schema)}.{table}"
             tables_seen.add(table)
             where = table
-            if progress:
-                progress(bytes_read(), table, 0)
+            advanced(table, 0)
             if table not in wanted:
                 # Skipped without decoding: only the end-of-block line matters.
                 for line_number, line in lines:
@@ -398,12 +410,11 @@ def _read_lines(stream, file, name, wanted, progress, line_limit):
                     )
                 rows += 1
                 yield table, line_number, block.convert(line.rstrip(b"\n"), line_number)
-                if progress and not rows & (PROGRESS_EVERY - 1):
-                    progress(bytes_read(), table, rows)
+                if not rows & (PROGRESS_EVERY - 1):
+                    advanced(table, rows)
             else:
                 raise DumpError(f"{table}:{line_number}: the COPY block never ends")
-            if progress:
-                progress(bytes_read(), table, rows)
+            advanced(table, rows)
             where = name
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DumpError(

@@ -31,7 +31,7 @@ from ..stored import RecordCodec
 from ..tables import expected_columns, schema_mismatch
 from . import install
 from .history import CHANGES
-from .reporting import CatalogueError
+from .reporting import CatalogueError, silent
 
 MAGIC = b"SQLite format 3\x00"
 SUFFIXES = (".sqlite3", ".sqlite", ".db")
@@ -52,14 +52,15 @@ def is_built_catalogue(source):
         return False
 
 
-def install_built(source, target, *, wait=False, allow_empty=False):
+def install_built(source, target, *, wait=False, allow_empty=False, report=silent):
     """Copy the built catalogue ``source`` beside ``target``, check the copy and rename
-    it over ``target``. Returns (the copy's record counts, the replaced file's)."""
+    it over ``target``, reporting to ``report`` what the install does not stop for.
+    Returns (the copy's record counts, the replaced file's)."""
     source, target = Path(source), Path(target)
-    with install.building(target, wait=wait) as build:
+    with install.building(target, wait=wait, report=report) as build:
         _copy(source, build)
         counts = check_built(build, source)
-        before = install.install(build, target, counts, allow_empty=allow_empty)
+        before = install.install(build, target, counts, allow_empty=allow_empty, report=report)
     return counts, before
 
 

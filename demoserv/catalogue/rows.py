@@ -23,10 +23,10 @@ class Loader:
     error = CatalogueError
     json_text = staticmethod(json_text)
 
-    def __init__(self, builder, paths, progress):
+    def __init__(self, builder, paths, report):
         self.builder = builder
         self.paths = paths
-        self.progress = progress
+        self.report = report
         # Every record's id and place, the references and the nicks: checked at the end.
         self.scratch = Scratch(builder)
         # Each relation's pairs, and what collects them from each resource's records.
@@ -69,7 +69,7 @@ class Loader:
             count = 0
             loading = LOADING[name]
             keep = loading.created_by_summaries
-            for number, record in read_records(path, loading.record_schema, self.progress):
+            for number, record in read_records(path, loading.record_schema, self.report):
                 where = f"{path.name}:{number}"
                 first = self.scratch.add(
                     name,
@@ -85,7 +85,6 @@ class Loader:
                     )
                 self._accept(loading, record, where)
                 count += 1
-            self.progress.file_finished(path.name, count)
             counts[name] = count
         for name in CREATED_BY_SUMMARIES:
             loading = LOADING[name]

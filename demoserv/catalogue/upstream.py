@@ -9,7 +9,6 @@ list in the upstream's order (ties in the order of the dump's rows): see UPSTREA
 The staging database is then removed, and the new file is built like any other load.
 """
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from . import adhoc
 from .build import SCRATCH_TABLES
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
+from .reporting import step
 from .resources import LOAD_ORDER, LOADING, storage
 
 # The export's tables that every resource's tags read (UPSTREAM.md).
@@ -81,9 +81,10 @@ FUNCTIONS = {
 }
 
 
-def import_dump(source, builder, progress):
-    """Fill ``builder``'s new file from the dump ``source``. Returns the number of
-    records of each resource. Raises DumpError naming table, line and column for bad input."""
+def import_dump(source, builder, report):
+    """Fill ``builder``'s new file from the dump ``source``, reporting to ``report``.
+    Returns the number of records of each resource. Raises DumpError naming table, line
+    and column for bad input."""
     target = Path(builder.path)
     # Named after the new file, so that a killed load's is removed with it.
     staging_path = target.with_name(f"{target.name}.staging")
@@ -91,10 +92,10 @@ def import_dump(source, builder, progress):
     try:
         for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -65536"):
             staging.execute(f"PRAGMA {pragma}")
-        _stage(source, staging, progress)
-        progress.stage("checking references")
-        _index(staging)
-        _check(staging)
+        _stage(source, staging, report)
+        with step(report, "checking references"):
+            _index(staging)
+            _check(staging)
         staging.commit()
         staging.close()
         staging = None
@@ -104,8 +105,8 @@ def import_dump(source, builder, progress):
         connection.commit()  # ATTACH cannot run inside a transaction
         connection.execute("ATTACH DATABASE ? AS stage", (str(staging_path),))
         try:
-            progress.stage("deriving records")
-            _fill(connection)
+            with step(report, "deriving records"):
+                _fill(connection)
             counts = {  # every registered resource's records
                 name: connection.execute(f"SELECT count(*) FROM main.{table.name}").fetchone()[0]
                 for name, table in tables.RECORD_TABLES.items()
@@ -120,7 +121,7 @@ def import_dump(source, builder, progress):
         staging_path.unlink(missing_ok=True)
 
 
-def _stage(source, staging, progress):
+def _stage(source, staging, report):
     """Write every wanted row into a staging table of its name, with its dump line."""
     for table, columns in WANTED.items():
         definition = ", ".join(
@@ -132,14 +133,6 @@ def _stage(source, staging, progress):
         for table, columns in WANTED.items()
     }
     pending = {table: [] for table in WANTED}
-    progress.file_started(Path(source).name, os.path.getsize(source))
-    last = [0]
-
-    def report(read, table, rows):
-        progress.advanced(read - last[0], 0)
-        progress.reading(table, rows)
-        last[0] = read
-
     for table, line, row in read_tables(source, WANTED, report):
         rows = pending[table]
         rows.append((*row, line))
@@ -147,7 +140,6 @@ def _stage(source, staging, progress):
             _insert(staging, statements[table], table, rows)
     for table, rows in pending.items():
         _insert(staging, statements[table], table, rows)
-    progress.file_finished(Path(source).name, 0)
 
 
 def _insert(staging, statement, table, rows):
