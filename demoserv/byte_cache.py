@@ -1,8 +1,8 @@
 """The one cache of the server: values bounded in bytes, kept for the served file they
-were built from. Each of its uses makes its own: the answers kept whole
-(``answer_cache``, ``ANSWER_CACHE_BYTES``), the listings found (``listing_cache``,
-``LISTING_CACHE_BYTES``), and the OpenAPI document with the status page's facts
-(``openapi``, a fixed budget).
+were built from. Each of its uses makes its own, with its budget: the answers kept
+whole (``answer_cache``, the ``ANSWER_CACHE_BYTES`` setting), the listings found
+(``listing_cache``, ``LISTING_CACHE_BYTES``), the OpenAPI document (``openapi``) and the
+status page's facts (``status``), each of these two a fixed budget of its module.
 
 A segmented LRU: a value enters on probation and is protected once asked for again (up
 to ``PROTECTED_SHARE`` of the budget; past it, the least recently used protected values
