@@ -10,27 +10,19 @@ and the body are what is kept. Nothing else is: errors, redirects, OPTIONS and t
 status page are built every time.
 
 Each request compares the served file with the one the kept answers came from (the
-``stat`` that ``db`` does anyway); a new file empties the cache, and an answer built
-from a file no longer served is not kept, so no answer of an old catalogue is served
-after a load or a rollback. A request whose headers may be too large for ``guard`` is
-left to it.
-
-The cache is bounded in bytes (``ANSWER_CACHE_BYTES``) and segmented as the listings
-cache is: an answer enters on probation and is protected once asked for again (up to
-``PROTECTED_SHARE`` of the budget), no answer over the rest of the budget is kept, and
-probation is emptied first. So requests for ever new addresses push out only answers
-asked for once, never the pages clients come back to.
+``stat`` that ``db`` does anyway); the cache, a ``byte_cache.ByteCache`` of
+``ANSWER_CACHE_BYTES``, is emptied by a new file and keeps no answer built from a file
+no longer served, so no answer of an old catalogue is served after a load or a
+rollback. Requests for ever new addresses push out only answers asked for once, never
+the pages clients come back to. A request whose headers may be too large for ``guard``
+is left to it.
 """
-
-import threading
-from collections import OrderedDict
 
 from .db import CatalogueUnavailable
 from .request_limits import MAX_HEADERS
 
 # In the WSGI environ of an answer ``caching`` labelled: the catalogue it was built from.
 BUILT_FROM = "demoserv.built_from"
-PROTECTED_SHARE = 0.75  # of the budget, for answers asked for more than once
 ENTRY_OVERHEAD = 1024  # bytes an answer costs beside its strings: objects, table slots
 KEPT_STATUSES = ("200", "304")
 KEPT_METHODS = ("GET", "HEAD")
@@ -92,88 +84,9 @@ class Answer:
         self.size = len(body) + sum(map(len, strings)) + ENTRY_OVERHEAD
 
 
-class AnswerCache:
-    """Answers of one served file, within ``budget`` bytes: on probation, then
-    protected once asked for again."""
-
-    def __init__(self, budget):
-        self.budget = budget
-        self._catalogue = None
-        self._probation, self._protected = OrderedDict(), OrderedDict()
-        self._probation_bytes = self._protected_bytes = 0
-        self._lock = threading.Lock()
-
-    def __len__(self):
-        return len(self._probation) + len(self._protected)
-
-    @property
-    def kept_bytes(self):
-        return self._probation_bytes + self._protected_bytes
-
-    def find(self, key, catalogue):
-        """The answer kept for ``key`` in ``catalogue`` (None if none), counting this
-        use; a catalogue other than the kept answers' empties the cache."""
-        with self._lock:
-            if catalogue is not self._catalogue:
-                self._empty(catalogue)
-                return None
-            answer = self._protected.get(key)
-            if answer is not None:
-                self._protected.move_to_end(key)
-                return answer
-            answer = self._probation.pop(key, None)
-            if answer is None:
-                return None
-            self._probation_bytes -= answer.size
-            self._protect(key, answer)
-            return answer
-
-    def keep(self, key, answer, catalogue):
-        """Keep ``answer``, built from ``catalogue``, unless that file is no longer the
-        one served or the answer would not fit beside the protected ones."""
-        if answer.size > self.budget * (1 - PROTECTED_SHARE):
-            return
-        with self._lock:
-            if catalogue is not self._catalogue or key in self._protected:
-                return
-            previous = self._probation.pop(key, None)
-            if previous is not None:
-                self._probation_bytes -= previous.size
-            self._probation[key] = answer
-            self._probation_bytes += answer.size
-            self._trim()
-
-    def clear(self):
-        with self._lock:
-            self._empty(self._catalogue)
-
-    def _empty(self, catalogue):
-        self._catalogue = catalogue
-        self._probation.clear()
-        self._protected.clear()
-        self._probation_bytes = self._protected_bytes = 0
-
-    def _protect(self, key, answer):
-        """Move ``answer`` to the protected segment; its least recently used answers
-        go back on probation past their share, and probation's go past the budget."""
-        self._protected[key] = answer
-        self._protected_bytes += answer.size
-        while self._protected_bytes > self.budget * PROTECTED_SHARE:
-            demoted_key, demoted = self._protected.popitem(last=False)
-            self._protected_bytes -= demoted.size
-            self._probation[demoted_key] = demoted
-            self._probation_bytes += demoted.size
-        self._trim()
-
-    def _trim(self):
-        """Within the budget: probation's least recently used answers go."""
-        while self.kept_bytes > self.budget and self._probation:
-            self._probation_bytes -= self._probation.popitem(last=False)[1].size
-
-
 class KeptAnswers:
-    """WSGI middleware inside the proxy headers: a kept answer, or the app's, kept if
-    ``caching`` labelled it."""
+    """WSGI middleware inside the proxy headers: a kept answer, or the app's, kept in
+    ``cache`` (a ``ByteCache``) if ``caching`` labelled it."""
 
     def __init__(self, app, cache, database):
         self.app, self.cache, self.database = app, cache, database
@@ -186,7 +99,7 @@ class KeptAnswers:
             catalogue = self.database.current()
         except CatalogueUnavailable:
             return self.app(environ, start_response)  # the app answers 503 if it must
-        answer = self.cache.find(key, catalogue)
+        answer = self.cache.find(key, catalogue.file_id)
         if answer is not None:
             start_response(answer.status, list(answer.headers))
             return [answer.body]
@@ -205,5 +118,6 @@ class KeptAnswers:
             return body
         data = read_whole(body)
         status, headers = started
-        self.cache.keep(key, Answer(key, status, list(headers), data), built_from)
+        answer = Answer(key, status, list(headers), data)
+        self.cache.keep(key, answer, answer.size, built_from.file_id)
         return [data]

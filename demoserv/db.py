@@ -25,7 +25,6 @@ from sqlalchemy.pool import QueuePool
 from . import tables
 from .errors import APIError
 from .listing_cache import Listings
-from .listing_guard import EXTENSION as LISTING_GUARD
 from .shared import connect_read_only, facts_error
 from .stored import RecordCodec
 
@@ -61,8 +60,7 @@ class Catalogue:
     def listing(self, resource, ordering, conditions, connection):
         """The ids of a filtered listing, or of one in an order on several keys, in
         order (listing_cache.py)."""
-        guard = current_app.extensions[LISTING_GUARD]
-        return self.listings.ids(connection, resource, ordering, conditions, guard)
+        return self.listings.ids(self.file_id, connection, resource, ordering, conditions)
 
 
 def _file_id(stat):

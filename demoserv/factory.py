@@ -19,6 +19,7 @@ from . import (
     cli,
     db,
     errors,
+    listing_cache,
     listing_guard,
     openapi,
     pipeline,
@@ -95,6 +96,7 @@ def create_app(test_config=None, instance_path=None, database=None):
     errors.init_app(app)
     db.init_app(app, schema_version(RESOURCES))
     listing_guard.init_app(app)
+    listing_cache.init_app(app)
     rendering.init_app(app)
     pipeline.init_app(app)
     for blueprint in (root.blueprint(NAMES), *answers.blueprints(RESOURCES)):

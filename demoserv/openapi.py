@@ -10,6 +10,7 @@ from flask import Blueprint, current_app, request
 from marshmallow import Schema, fields
 
 from . import adhoc, changes, ordering, parameters
+from .byte_cache import ByteCache
 from .caching import answers_as
 from .catalogue import status
 from .rendering import API_PREFIX, DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
@@ -521,12 +522,23 @@ def renamed(value, old, new):
     return value
 
 
+KEPT = "demoserv.openapi"
+# The document (about 180 KB of JSON), built once an app; not a setting: nothing to tune.
+KEPT_BYTES = 4 * 1024 * 1024
+
+
+@bp.record_once
+def _keep_document(state):
+    state.app.extensions[KEPT] = ByteCache(KEPT_BYTES)
+
+
 @bp.route(OPENAPI_PATH)
 def document():
-    spec = current_app.extensions.get("demoserv.openapi")
+    kept = current_app.extensions[KEPT]
+    spec = kept.find("document")  # of no served file: the same for every catalogue
     if spec is None:
         spec = renamed(build(), "service_url", current_app.config["SERVICE_URL_FIELD"])
-        current_app.extensions["demoserv.openapi"] = spec
+        kept.keep("document", spec, len(current_app.json.dumps(spec)))
     return {**spec, "servers": [{"url": request.site_root}]}
 
 

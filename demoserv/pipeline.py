@@ -36,6 +36,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import answer_cache, caching, compression, db, rendering, request_limits
 from .access_log import AccessLog
+from .byte_cache import ByteCache
 
 
 def proxy_headers(app, wsgi_app):
@@ -57,7 +58,7 @@ def kept_answers(app, wsgi_app):
     budget = int(app.config["ANSWER_CACHE_BYTES"])
     if not budget:
         return wsgi_app
-    cache = app.extensions["demoserv.answer_cache"] = answer_cache.AnswerCache(budget)
+    cache = app.extensions["demoserv.answer_cache"] = ByteCache(budget)
     return answer_cache.KeptAnswers(wsgi_app, cache, db.get_database(app))
 
 

@@ -141,6 +141,14 @@ SETTINGS = (
         "(docs/caching.md); 0: none kept.",
     ),
     Setting(
+        "LISTING_CACHE_BYTES",
+        32 * 1024 * 1024,
+        whole_number,
+        "Bytes of listings found (filtered, or in an order on several keys) kept as ids, "
+        "per server process, so that their later pages cost a slice (docs/caching.md); "
+        "0: none kept.",
+    ),
+    Setting(
         "SERVICE_URL_FIELD",
         "service_url",
         service_url_field,

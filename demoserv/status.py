@@ -4,12 +4,13 @@ record counts, and the previous catalogue kept for a rollback (``demoserv status
 same, with the file system paths, which this never shows).
 
 Not a resource, so not in the API root (which stays the upstream's). Its facts are read
-once per served file (and previous file), not per request."""
+once per served file (and previous file), not per request: kept in a ``ByteCache``."""
 
 import os
 
 from flask import Blueprint, current_app
 
+from .byte_cache import ByteCache
 from .caching import label_by_content
 from .catalogue import install, status
 from .db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
@@ -18,6 +19,14 @@ from .resources.answers import add_view, options_body
 
 bp = Blueprint("status", __name__)
 STATUS_PATH = f"{API_PREFIX}/status/"
+KEPT = "demoserv.status"
+# The facts of the served file, under the previous file's id: a few KB; not a setting.
+KEPT_BYTES = 256 * 1024
+
+
+@bp.record_once
+def _keep_facts(state):
+    state.app.extensions[KEPT] = ByteCache(KEPT_BYTES)
 
 
 def _previous_id(target):
@@ -39,16 +48,16 @@ def describe():
 def mirror_status():
     catalogue = get_catalogue()  # a 503 when no catalogue can be read
     target = database_path(current_app)
-    key = (catalogue.file_id, _previous_id(target))
-    cached = current_app.extensions.get("demoserv.status")
-    if cached is None or cached[0] != key:
+    previous = _previous_id(target)
+    kept = current_app.extensions[KEPT]
+    facts = kept.find(previous, catalogue.file_id)
+    if facts is None:
         facts = status.status(target, paths=False)
         if facts is None:  # removed since the request began
             raise CatalogueUnavailable(UNAVAILABLE + "the catalogue file is missing.")
-        cached = (key, facts)
-        current_app.extensions["demoserv.status"] = cached
+        kept.keep(previous, facts, len(current_app.json.dumps(facts)), catalogue.file_id)
     # Its facts change with the previous file too: labelled by its bytes.
-    return label_by_content(current_app.json.response(cached[1]))
+    return label_by_content(current_app.json.response(facts))
 
 
 # The path and, like every API path, the same with a format suffix (/api/v1/status.json).

@@ -27,13 +27,13 @@ class _Missing:
     def __init__(self, cache):
         self.cache, self.kept_as = cache, None
 
-    def find(self, key, catalogue):
-        self.cache.find(key, catalogue)
+    def find(self, key, served):
+        self.cache.find(key, served)
         return None
 
-    def keep(self, key, answer, catalogue):
-        self.kept_as = (key, catalogue)
-        self.cache.keep(key, answer, catalogue)
+    def keep(self, key, answer, size, served):
+        self.kept_as = (key, served)
+        self.cache.keep(key, answer, size, served)
 
 
 class AnsweredTwice(KeptAnswers):

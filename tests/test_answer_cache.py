@@ -1,6 +1,7 @@
 """Answers kept whole (demoserv/answer_cache.py): what is kept, what is not, the bound
-and its segments, and a new catalogue answered at once. The suite's own requests are
-each compared cold and warm as well (tests/answers_twice.py)."""
+as a setting, and a new catalogue answered at once (the cache itself:
+tests/test_byte_cache.py). The suite's own requests are each compared cold and warm as
+well (tests/answers_twice.py)."""
 
 import sqlite3
 import threading
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from demoserv import answer_cache, create_app
-from demoserv.answer_cache import PROTECTED_SHARE, Answer, AnswerCache
+from demoserv.answer_cache import Answer
 from demoserv.catalogue.install import rollback
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.request_limits import MAX_HEADERS
@@ -18,10 +19,6 @@ from . import catalogue_factory
 from .test_server import Server
 
 PAGE = "/api/v1/productions/?page=2&ordering=-id"
-
-
-def _answer(size, key=("GET",)):
-    return Answer(key, "200 OK", [], b"x" * size)
 
 
 def test_every_kind_of_answer_is_kept(app, client):
@@ -118,62 +115,6 @@ def test_the_budget_is_a_setting(loaded_database, monkeypatch):
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
     monkeypatch.setenv("DEMOSERV_ANSWER_CACHE_BYTES", "1000000")
     assert create_app().extensions["demoserv.answer_cache"].budget == 1_000_000
-
-
-def test_the_budget_bounds_what_is_kept():
-    cache, catalogue = AnswerCache(100_000), object()
-    cache.find(("warm",), catalogue)
-    for number in range(500):
-        cache.keep((number,), _answer(3000), catalogue)
-        cache.find((number,), catalogue)  # asked for twice: protected
-        assert cache.kept_bytes <= 100_000
-    assert 10 < len(cache) < 30
-    assert cache.find((499,), catalogue) is not None
-    assert cache.find((0,), catalogue) is None
-
-
-def test_an_answer_over_probations_share_is_not_kept():
-    cache, catalogue = AnswerCache(100_000), object()
-    cache.find(("warm",), catalogue)
-    cache.keep(("large",), _answer(int(100_000 * (1 - PROTECTED_SHARE))), catalogue)
-    assert len(cache) == 0
-
-
-def test_new_addresses_never_push_out_answers_asked_for_again():
-    """A stranger sending ever new addresses evicts only answers asked for once."""
-    cache, catalogue = AnswerCache(100_000), object()
-    cache.find(("warm",), catalogue)
-    readers = [("reader", number) for number in range(10)]
-    for key in readers:
-        cache.keep(key, _answer(5000), catalogue)
-        assert cache.find(key, catalogue) is not None
-    for number in range(10_000):
-        cache.keep(("stranger", number), _answer(1000 + number % 7000), catalogue)
-        assert cache.kept_bytes <= 100_000
-    assert all(cache.find(key, catalogue) is not None for key in readers)
-
-
-def test_protected_answers_past_their_share_go_back_on_probation():
-    cache, catalogue = AnswerCache(100_000), object()
-    cache.find(("warm",), catalogue)
-    for number in range(20):
-        cache.keep((number,), _answer(5000), catalogue)
-        cache.find((number,), catalogue)
-    assert cache.kept_bytes <= 100_000
-    # The oldest protected went back on probation; new answers push them out first.
-    for number in range(20, 40):
-        cache.keep((number,), _answer(5000), catalogue)
-    assert cache.find((0,), catalogue) is None
-    assert cache.find((19,), catalogue) is not None
-
-
-def test_a_new_catalogue_empties_the_cache_and_old_answers_are_not_kept():
-    cache, old, new = AnswerCache(100_000), object(), object()
-    cache.find(("warm",), old)
-    cache.keep(("page",), _answer(10), old)
-    assert cache.find(("page",), new) is None and len(cache) == 0
-    cache.keep(("page",), _answer(10), old)  # built from the old file, finished late
-    assert len(cache) == 0 and cache.find(("page",), old) is None
 
 
 def _version(database):

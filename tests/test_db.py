@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import OperationalError
 
-from demoserv import filters, tables
+from demoserv import filters, listing_cache, tables
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.db import (
     Database,
@@ -143,34 +143,31 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
             "productions", catalogue["productions"], "supertype,-release_date_date"
         )
         assert ids == [r["id"] for r in wanted]
-    from demoserv.db import get_database
-
-    with app.app_context():
-        catalogue = get_database().current()
-    assert catalogue.listings.kept == [
+    # The first file's listing went with it.
+    assert app.extensions[listing_cache.EXTENSION].keys() == [
         ("productions", (("supertype", False), ("release_date_date", True)), ())
     ]
 
 
-def test_kept_listings_are_bounded_and_equivalent_values_are_one(app, client, monkeypatch):
-    from demoserv import listing_cache
-    from demoserv.db import get_database
-
-    monkeypatch.setattr(listing_cache, "CACHE_BYTES", 4096)
+def test_kept_listings_are_bounded_by_their_setting_and_equivalent_values_are_one(
+    make_app, loaded_database
+):
+    app = make_app(loaded_database, LISTING_CACHE_BYTES=4096)
+    client = app.test_client()
+    listings = app.extensions[listing_cache.EXTENSION]
+    assert listings.budget == 4096
     for title in range(40):  # listings that match nothing count too
         assert client.get(f"/api/v1/productions/?title=nothing-{title}").json["count"] == 0
-    with app.app_context():
-        listings = get_database().current().listings
-    assert 0 < listings.kept_bytes <= 4096 and len(listings.kept) < 40
-    assert listings.kept[-1][2] == (("title", "nothing-39"),)
-    before = len(listings.kept)
+    assert 0 < listings.kept_bytes <= 4096 and len(listings) < 40
+    assert listings.keys()[-1][2] == (("title", "nothing-39"),)
+    before = len(listings)
     for query in ("released_since=1991", "released_since=1991-01", "released_since=1991-01-01"):
         client.get(f"/api/v1/productions/?{query}")
     for query in ("platform=7", "platform=07", "platform=7,7", "platform=7&platform=7"):
         client.get(f"/api/v1/productions/?{query}")
-    keys = [key[2] for key in listings.kept[-2:]]
+    keys = [key[2] for key in listings.keys()[-2:]]
     assert keys == [(("released_since", "1991-01-01"),), (("platform", (7,)),)]
-    assert len(listings.kept) <= before + 2
+    assert len(listings) <= before + 2
 
 
 def _alter(database, statement):
@@ -285,22 +282,10 @@ def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_d
     ]
 
 
-def test_listings_asked_for_again_outlast_a_stream_of_new_ones(app, client, monkeypatch):
-    from demoserv import listing_cache
-    from demoserv.db import get_database
-
-    monkeypatch.setattr(listing_cache, "CACHE_BYTES", 8192)
-    wanted = ("productions", (("supertype", False), ("id", False)), ())
+def test_a_later_page_of_a_listing_is_a_use_of_it(app, client):
+    """So the listings that clients page through are protected (tests/test_byte_cache.py)."""
+    listings = app.extensions[listing_cache.EXTENSION]
     client.get("/api/v1/productions/?ordering=supertype,id")
-    client.get("/api/v1/productions/?ordering=supertype,id&page=2")  # asked for again
-    for title in range(200):  # a crawler's or a stranger's one-off listings
-        assert client.get(f"/api/v1/productions/?title=never-{title}").status_code == 200
-    with app.app_context():
-        listings = get_database().current().listings
-    assert wanted in listings.kept and listings.kept_bytes <= 8192
-    assert ("productions", (), (("title", "never-0"),)) not in listings.kept
-    # Found once only, it would have gone with the others.
     client.get("/api/v1/productions/?ordering=-supertype,id")
-    for title in range(200, 400):
-        client.get(f"/api/v1/productions/?title=never-{title}")
-    assert ("productions", (("supertype", True), ("id", False)), ()) not in listings.kept
+    client.get("/api/v1/productions/?ordering=supertype,id&page=2")  # asked for again
+    assert [key[1][0] for key in listings.keys()] == [("supertype", True), ("supertype", False)]

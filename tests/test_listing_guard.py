@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import listing_guard, listing_index
-from demoserv.db import get_database
+from demoserv import listing_cache, listing_guard, listing_index
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 OTHER_NEW_LISTING = "/api/v1/productions/?released_before=1994-02-03"
@@ -26,8 +25,7 @@ READERS = (
 
 
 def kept(app):
-    with app.app_context():
-        return get_database().current().listings.kept
+    return app.extensions[listing_cache.EXTENSION].keys()
 
 
 @pytest.mark.parametrize("multithread", [False, True], ids=["one-at-a-time", "threaded"])

@@ -8,6 +8,7 @@ from openapi_spec_validator import validate
 
 from demoserv.resources import RESOURCES
 
+from . import catalogue_factory
 from .openapi_check import SPEC, check
 
 
@@ -122,3 +123,39 @@ def test_two_schemas_of_one_name_are_refused():
 
     with pytest.raises(ValueError, match="CompetitionSchema"):
         _register(spec, CompetitionSchema())
+
+
+def test_the_document_and_the_status_facts_are_built_once(
+    make_app, catalogue_dir, tmp_path, monkeypatch
+):
+    """The OpenAPI document once per app, whatever the address asked; the status page's
+    facts once per served file and previous file."""
+    from demoserv import openapi
+    from demoserv.catalogue import status
+    from demoserv.catalogue.sources import load_catalogue
+
+    built = []
+    for module, name in ((openapi, "build"), (status, "status")):
+        original = getattr(module, name)
+
+        def counted(*args, original=original, name=name, **kwargs):
+            built.append(name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+    database = tmp_path / "served.sqlite3"
+    load_catalogue(catalogue_dir, database)
+    client = make_app(database).test_client()
+    for host in ("a.example", "b.example", "a.example"):
+        for path in ("/api/v1/openapi.json", "/api/v1/status/"):
+            assert client.get(path, headers={"Host": host}).status_code == 200
+    assert built == ["build", "status"]
+    first = client.get("/api/v1/status/").json
+    other = catalogue_factory.build(seed=2, productions=30)
+    load_catalogue(catalogue_factory.write(other, tmp_path / "other"), database)  # and a previous
+    second = client.get("/api/v1/status/").json
+    assert client.get("/api/v1/openapi.json").status_code == 200
+    assert built == ["build", "status", "status"]
+    assert second["previous"] is not None and second != first
+    assert make_app(database).test_client().get("/api/v1/openapi.json").status_code == 200
+    assert built == ["build", "status", "status", "build"]  # another app, its own

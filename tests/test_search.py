@@ -9,8 +9,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from demoserv import listing_arrays, listing_index
-from demoserv.db import get_database
+from demoserv import listing_arrays, listing_cache, listing_index
 
 from . import oracle
 from .conftest import suite_app, walk
@@ -169,8 +168,7 @@ def test_a_search_over_200_characters_is_a_400(client):
 
 
 def _kept(app):
-    with app.app_context():
-        return get_database().current().listings.kept
+    return app.extensions[listing_cache.EXTENSION].keys()
 
 
 def test_equivalent_spellings_are_one_listing(app):
