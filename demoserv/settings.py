@@ -176,6 +176,7 @@ SETTINGS = (
         ("backoff", float, "Seconds before the first retry, doubled for each next one."),
         ("max_backoff", float, "Longest wait in seconds between two download attempts."),
         ("max_retry_after", float, "Longest wait in seconds a server's Retry-After obtains."),
+        ("retry_seconds", float, "All the waits between download attempts, in seconds."),
         ("max_redirects", int, "Redirects a download follows."),
     )
 )

@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -452,6 +453,57 @@ def test_retry_after_is_honoured_and_capped(server):
     settings = fetch.Settings(retries=1, max_retry_after=2)
     fetch.fetch(server.url, io.BytesIO(), settings=settings, sleep=waits.append)
     assert waits == [2]
+
+
+def test_the_waits_between_attempts_are_bounded_in_all(server):
+    """A retry whose wait would take the waits past ``retry_seconds`` is not made: with
+    the defaults, waits of 2, 4, 8 and 16 s (30 s), then one line (no 32 s more)."""
+    server.faults.extend([500] * 6)
+    waits = []
+    with pytest.raises(fetch.FetchError) as error:
+        fetch.fetch(server.url, io.BytesIO(), settings=fetch.Settings(), sleep=waits.append)
+    assert waits == [2, 4, 8, 16]
+    assert str(error.value) == (
+        f"{server.url}: HTTP 500 Internal Server Error (gave up after 5 attempts: another "
+        "wait of 32 s would pass the 30 s of waits allowed, FETCH_RETRY_SECONDS)"
+    )
+    server.faults.clear()
+    server.faults.append(429)  # its Retry-After of 7 s, past the 5 s of waits allowed
+    with pytest.raises(fetch.FetchError, match="another wait of 7 s would pass the 5 s"):
+        fetch.fetch(server.url, io.BytesIO(), settings=fetch.Settings(retry_seconds=5))
+
+
+def test_ctrl_c_ends_a_wait_between_attempts_at_once(tmp_path):
+    """Each retry is one line as it happens; SIGINT during the wait after it ends the
+    load at once, with one line and 130."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOSERV_")}
+    env.update(
+        DEMOSERV_DATABASE=str(tmp_path / "db.sqlite3"),
+        DEMOSERV_SEED_DIR="",
+        DEMOSERV_FETCH_BACKOFF="25",
+    )
+    with refusing_url("/export.sql.gz") as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "demoserv", "load", url],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            retry = process.stderr.readline()
+            assert retry.startswith("Attempt 1 of 6 failed: connection failed"), retry
+            assert retry.endswith("; next in 25.0 s\n")
+            started = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=20)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert time.monotonic() - started < 20  # not the 25 s wait
+    assert process.returncode == 128 + signal.SIGINT
+    assert err.strip().endswith("load interrupted by SIGINT; the served catalogue is unchanged")
 
 
 def test_each_attempt_is_a_download_stage_and_each_retry_is_reported(server):

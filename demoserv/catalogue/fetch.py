@@ -57,6 +57,7 @@ class Settings:
     backoff: float = 2.0  # seconds before the first retry, doubled for each next one
     max_backoff: float = 120.0  # longest wait between attempts
     max_retry_after: float = 600.0  # longest wait a server's Retry-After obtains
+    retry_seconds: float = 30.0  # all the waits between attempts, at the most
     max_redirects: int = 10
 
     KEYS = {
@@ -66,6 +67,7 @@ class Settings:
         "backoff": float,
         "max_backoff": float,
         "max_retry_after": float,
+        "retry_seconds": float,
         "max_redirects": int,
     }
 
@@ -244,6 +246,7 @@ def fetch(url, file, *, known=None, settings=None, report=silent, sleep=time.sle
     session.max_redirects = settings.max_redirects
     fetcher = _Fetcher(url, shown, file, known, settings, report, session)
     started = time.monotonic()
+    waited = 0.0
     try:
         attempt = 0
         while True:
@@ -252,14 +255,21 @@ def fetch(url, file, *, known=None, settings=None, report=silent, sleep=time.sle
                 download = fetcher.attempt()
                 break
             except _Retry as failure:
+                wait = failure.wait if failure.wait is not None else settings.wait_before(attempt)
+                tries = "attempt" if attempt == 1 else "attempts"
                 if attempt > settings.retries:
-                    tries = "attempt" if attempt == 1 else "attempts"
                     raise FetchError(
                         f"{shown}: {failure.cause} (gave up after {attempt} {tries})"
                     ) from None
-                wait = failure.wait if failure.wait is not None else settings.wait_before(attempt)
+                if waited + wait > settings.retry_seconds:
+                    raise FetchError(
+                        f"{shown}: {failure.cause} (gave up after {attempt} {tries}: "
+                        f"another wait of {wait:g} s would pass the {settings.retry_seconds:g} s "
+                        "of waits allowed, FETCH_RETRY_SECONDS)"
+                    ) from None
                 report(Retrying(attempt, settings.retries + 1, failure.cause, wait))
                 sleep(wait)
+                waited += wait
     finally:
         if own_session:
             session.close()
