@@ -141,6 +141,8 @@ def checked_source(source):
     if sources.is_address(source):
         return source
     path = Path(source)
+    if not path.exists() and source in PACKAGED:
+        return str(packaged_catalogue(source))
     if not path.exists():
         fail(
             f"{source} does not exist: give a catalogue folder, an export (.sql or "
@@ -194,10 +196,11 @@ def load_command(source, wait, allow_empty, force):
     """Load SOURCE into the database, replacing the catalogue it serves.
 
     SOURCE is the upstream's daily export (its http:// or https:// address, or the
-    downloaded .sql.gz or .sql file), a catalogue folder, or a catalogue file this
-    service built (.sqlite3). The catalogue served before is kept for demoserv
-    rollback. An export that is the one served is not loaded again. A running server
-    serves the new catalogue from its next request on.
+    downloaded .sql.gz or .sql file), a catalogue folder, a catalogue file this
+    service built (.sqlite3), or seed or sample, the catalogues in the package (where
+    no folder of that name is in the current folder). The catalogue served before is
+    kept for demoserv rollback. An export that is the one served is not loaded again.
+    A running server serves the new catalogue from its next request on.
     """
     source = checked_source(source)
     target = database_path(current_app)

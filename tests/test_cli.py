@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from demoserv import serving
 from demoserv.catalogue.sources import load_catalogue
-from demoserv.cli import COMMANDS, main
-from demoserv.settings import SETTINGS
+from demoserv.cli import COMMANDS, checked_source, main
+from demoserv.settings import SETTINGS, packaged_catalogue
 
 from .conftest import refusing_url
 from .installed import run_installed, start_installed
@@ -308,3 +308,13 @@ def test_the_sample_is_served_with_one_option(tmp_path):
         server.wait(timeout=30)
     status = run_installed("demoserv", "status", "--database=db.sqlite3", cwd=tmp_path).stdout
     assert "source:        sample (" in status
+
+
+def test_the_packaged_catalogues_load_by_name_from_any_folder(tmp_path, monkeypatch):
+    loaded = run_installed("demoserv", "load", "--database", "db.sqlite3", "seed", cwd=tmp_path)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "297 productions" in loaded.stdout
+    monkeypatch.chdir(tmp_path)
+    assert checked_source("sample") == str(packaged_catalogue("sample"))
+    (tmp_path / "sample").mkdir()  # a folder of that name here is what the name means
+    assert checked_source("sample") == "sample"
