@@ -13,10 +13,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from demoserv import serving
+from demoserv import factory, serving
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.cli import COMMANDS, main
-from demoserv.settings import SETTINGS
+from demoserv.settings import SETTINGS, packaged_catalogue
 
 from .conftest import refusing_url
 from .installed import run_installed, start_installed
@@ -67,11 +67,27 @@ def test_a_server_that_cannot_listen_says_why(monkeypatch, number, cause):
     def cannot_listen(*arguments, **options):
         raise OSError(number, os.strerror(number))
 
+    monkeypatch.setattr(factory, "serving_app", lambda **options: None)
     monkeypatch.setattr(serving, "serve", cannot_listen)
     result = CliRunner().invoke(main, ["serve", "--listen=127.0.0.1:0"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"demoserv serve: cannot listen on 127.0.0.1:0: {cause}")
     assert result.stderr.count("\n") == 1
+
+
+def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch):
+    """--database and --catalogue reach the app as arguments: the command leaves the
+    process's environment as it found it."""
+    made, served = [], []
+    monkeypatch.setattr(factory, "serving_app", lambda **options: made.append(options) or "app")
+    monkeypatch.setattr(serving, "serve", lambda app, *arguments, **options: served.append(app))
+    environment = dict(os.environ)
+    arguments = ["serve", "--listen=127.0.0.1:0", "--database=x.sqlite3", "--catalogue=sample"]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    assert made == [{"database": "x.sqlite3", "catalogue": packaged_catalogue("sample")}]
+    assert served == ["app"]
+    assert dict(os.environ) == environment
 
 
 def test_the_flask_commands_are_the_same_commands(app):

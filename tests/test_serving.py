@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from demoserv import create_app, serving
+from demoserv.cli import serve_main
 
 from .conftest import SITE_URL
 from .test_server import Server
@@ -379,7 +380,7 @@ def test_the_chosen_settings_are_applied(loaded_database):
 )
 def test_bad_arguments_stop_with_a_message(arguments, capsys):
     with pytest.raises(SystemExit) as stopped:
-        serving.main(arguments)
+        serve_main(arguments)
     assert stopped.value.code == 2
     assert capsys.readouterr().err.startswith("demoserv")
 
@@ -459,7 +460,7 @@ def test_a_server_that_cannot_listen_leaves_no_ready_file(tmp_path, loaded_datab
 
 def test_help_says_where_the_database_is(capsys):
     with pytest.raises(SystemExit) as stopped:
-        serving.main(["--help"])
+        serve_main(["--help"])
     assert stopped.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--database PATH" in text and "--ready-file PATH" in text and "--version" in text
