@@ -4,9 +4,10 @@ and stop it by its process id.
 ``Demoserv`` is ``demoserv serve`` on a free loopback port, whose address is read
 from the file ``--ready-file`` writes once the server listens and its catalogue is
 ready: the pytest plugin, the tests, the benchmarks and ``deploy/run-replicas`` start
-every demoserv server with it. Servers of other programs (waitress-serve, gunicorn,
-nginx) are a ``Server`` with a readiness of their own: ``answering`` (an address chosen
-beforehand answers HTTP) or ``announced`` (a line of their log names the address).
+every demoserv server with it. Servers of other programs are a ``Server`` with a readiness
+of their own: ``answering`` (an address chosen beforehand answers HTTP: nginx) or
+``announced`` (a line of their log names the address: gunicorn, and ``WaitressServe``,
+the app served by ``waitress-serve``, which has no ready file).
 Imports nothing of the package and nothing beyond the standard library."""
 
 import re
@@ -26,6 +27,9 @@ CHECK_INTERVAL = 0.005  # seconds between two looks at whether a server is ready
 LOOPBACK = "127.0.0.1:0"  # a free port on loopback, which the system chooses
 DEMOSERV_SERVE = (sys.executable, "-m", "demoserv", "serve")
 LOG_TAIL = 20  # lines of a server's log that a failure to start quotes
+WAITRESS_SERVE = (sys.executable, "-m", "waitress")
+SERVING_APP = ("--call", "demoserv:serving_app")
+WAITRESS_SERVING_ON = r"Serving on (http://[^\s\"]+)"  # waitress-serve's line once it listens
 
 
 class NotReady(Exception):
@@ -209,3 +213,14 @@ class Demoserv(ReadyFileServer):
     def __init__(self, *arguments, command=DEMOSERV_SERVE, listen=LOOPBACK, **options):
         options.setdefault("name", "demoserv serve")
         super().__init__([*command, f"--listen={listen}", *arguments], **options)
+
+
+class WaitressServe(Server):
+    """``waitress-serve ARGUMENTS --call demoserv:serving_app`` (or the WSGI app that
+    ``app`` names) listening on ``listen`` (a free loopback port unless given): ready
+    once its log says where it serves. ``options``: those of ``Server``."""
+
+    def __init__(self, *arguments, app=SERVING_APP, listen=LOOPBACK, **options):
+        options.setdefault("name", "waitress-serve")
+        command = [*WAITRESS_SERVE, f"--listen={listen}", *arguments, *app]
+        super().__init__(command, announced(WAITRESS_SERVING_ON), **options)

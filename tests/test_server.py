@@ -2,7 +2,6 @@
 and a catalogue replaced while several threads read."""
 
 import json
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -15,8 +14,6 @@ from demoserv.catalogue.sources import load_catalogue
 from . import catalogue_factory, installed, oracle
 from .conftest import SITE_URL
 from .test_records import expected
-
-WAITRESS_SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"  # waitress-serve's log line
 
 
 def environment(**settings):
@@ -46,26 +43,12 @@ class Checked:
         assert "Traceback" not in log, log
 
 
-class Server(Checked, launcher.Server):
-    """``waitress-serve --call demoserv:serving_app`` on a free loopback port. Not
-    demoserv's command, it has no ready file: its address is read from its log."""
+class Server(Checked, launcher.WaitressServe):
+    """``waitress-serve --call demoserv:serving_app`` on a free loopback port."""
 
     def __init__(self, database, threads=4, options=()):
-        command = [
-            sys.executable,
-            "-m",
-            "waitress",
-            "--listen=127.0.0.1:0",
-            f"--threads={threads}",
-            *options,
-            "--call",
-            "demoserv:serving_app",
-        ]
         super().__init__(
-            command,
-            launcher.announced(WAITRESS_SERVING_ON),
-            env=environment(DEMOSERV_DATABASE=str(database)),
-            name="waitress-serve",
+            f"--threads={threads}", *options, env=environment(DEMOSERV_DATABASE=str(database))
         )
 
 
