@@ -4,10 +4,10 @@ and stop it by its process id.
 ``Demoserv`` is ``demoserv serve`` on a free loopback port, whose address is read
 from the file ``--ready-file`` writes once the server listens and its catalogue is
 ready: the pytest plugin, the tests, the benchmarks and ``deploy/run-replicas`` start
-every demoserv server with it. Servers of other programs are a ``Server`` with a readiness
-of their own: ``answering`` (an address chosen beforehand answers HTTP: nginx) or
-``announced`` (a line of their log names the address: gunicorn, and ``WaitressServe``,
-the app served by ``waitress-serve``, which has no ready file).
+every demoserv server with it. Servers of other programs are a ``Server`` with a
+readiness of their own: ``answering`` (an address chosen beforehand answers HTTP:
+nginx) or ``announced`` (a line of their log names the address: gunicorn, flask run,
+and ``WaitressServe``, the app served by ``waitress-serve``, which has no ready file).
 Imports nothing of the package and nothing beyond the standard library."""
 
 import re
@@ -45,9 +45,9 @@ class NotReady(Exception):
 class Server:
     """``command`` in a process of its own, ready once ``ready(server)`` gives its base
     URL. Its files are in ``folder`` (if None, a temporary folder, removed with the
-    server object): its output appended
-    to the file ``log`` there (None: this process's own output) and ``ready_file``,
-    the name for a command that writes one. ``name`` is what failures call it."""
+    server object): its output appended to the file ``log`` there (None: this
+    process's own output) and ``ready_file``, the name for a command that writes one.
+    ``name`` is what failures call it."""
 
     def __init__(
         self,
