@@ -56,7 +56,7 @@ from .request_limits import MAX_BODY, body_refusal
 
 log = logging.getLogger(__name__)
 
-# The settings this entry point chooses; every other waitress setting keeps its default.
+# The settings this server chooses; every other waitress setting keeps its default.
 DEFAULTS = {
     "threads": 16,
     "connection_limit": 1000,
