@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from servers import start_demoserv, stop  # noqa: E402
+from servers import start_demoserv  # noqa: E402
 
 from demoserv.catalogue.reporting import StageFinished, StageStarted  # noqa: E402
 from demoserv.catalogue.sources import load_catalogue  # noqa: E402
@@ -128,15 +128,16 @@ def main():
     for path, count, size, largest in months:
         print(f"| {path} | {count} months stored, {size / 1e6:.1f} MB, largest {largest} B |")
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
-    process, port = start_demoserv(env)
+    server = start_demoserv(env)
+    base = server.url
     try:
         print("\n| first ask (fresh server) | ms | status | bytes |\n|---|---|---|---|")
         for path in PATHS + [f"{path}?month={busiest[path]}" for path in MONTH_PATHS]:
-            elapsed, status, size = ask(port, path)
+            elapsed, status, size = ask(base, path)
             print(f"| {path} | {elapsed * 1000:.1f} | {status} | {size} |")
         for path in MONTH_PATHS:
             firsts = [
-                ask(port, f"{path}?month={year}-{month:02d}")[0]
+                ask(base, f"{path}?month={year}-{month:02d}")[0]
                 for year in range(1985, 2025)
                 for month in (1, 6, 11)
             ]
@@ -145,7 +146,7 @@ def main():
                 f"{statistics.median(firsts) * 1000:.1f}, max {max(firsts) * 1000:.1f} | | |"
             )
     finally:
-        stop(process)
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ from clients import (  # noqa: E402
     timed_clients,
 )
 from generate import generate as generate_folder  # noqa: E402
-from servers import measured_load, memory_mb, start, start_demoserv, stop  # noqa: E402
+from servers import measured_load, memory_mb, start, start_demoserv  # noqa: E402
 
 from demoserv.resources import BY_NAME  # noqa: E402
 
@@ -521,7 +521,7 @@ def measure_datasette(database, samples):
         "SELECT id FROM productions WHERE rank_sortable_title = ?", (deep_rank,)
     ).fetchone()
     connection.close()
-    process, base = start(
+    server = start(
         [
             sys.executable,
             "-m",
@@ -541,7 +541,7 @@ def measure_datasette(database, samples):
         r"Uvicorn running on (http://127\.0\.0\.1:[0-9]+)",
     )
     try:
-        client = Client(base)
+        client = Client(server.url)
         table = (
             f"/{Path(database).stem}/productions.json"
             f"?_size={PAGE_SIZE}&_sort=rank_sortable_title&_shape=objects"
@@ -553,7 +553,7 @@ def measure_datasette(database, samples):
             "deep": sample(client, [deep], samples),
         }
     finally:
-        stop(process)
+        server.stop()
 
 
 def list_only_load(args, env):
@@ -654,7 +654,8 @@ def main():
         for key in ("rich_productions", "big_parties", "credited_releasers", "affiliated_releasers")
     }
 
-    process, base = start_demoserv(env, args.threads)
+    server = start_demoserv(env, args.threads)
+    base = server.url
     try:
         client = Client(base)
         floor = Floor(client)
@@ -704,10 +705,10 @@ def main():
         )
         save(args.work, results)
         print(f"asking for {args.listings:,} never-seen listings ...", flush=True)
-        results["memory"] = measure_memory(base, process.pid, never_seen, rng, args.listings)
-        results["peak_rss_mb"] = peak_rss_mb(process.pid)
+        results["memory"] = measure_memory(base, server.pid, never_seen, rng, args.listings)
+        results["peak_rss_mb"] = peak_rss_mb(server.pid)
     finally:
-        stop(process)
+        server.stop()
 
     results["datasette"] = None
     if not args.no_datasette and importlib.util.find_spec("datasette"):

@@ -59,7 +59,7 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import generate  # noqa: E402
-from servers import SERVERS, flask_load, server_memory_mb, start_server, stop  # noqa: E402
+from servers import SERVERS, flask_load, server_memory_mb, start_server  # noqa: E402
 
 
 def request_mix(productions, parties, seed=1, production_ids=None, party_ids=None):
@@ -753,11 +753,11 @@ def floor(args, env, info, answers, common):
     args.work.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(answers))
     env = dict(env, DEMOSERV_FLOOR_ANSWERS=str(path.resolve()))
-    process, base = start_server(args.server, env, args.threads, app="floor_app:app")
+    server = start_server(args.server, env, args.threads, app="floor_app:app")
     try:
-        return single_reader(base, info, **dict(common, never_seen=NeverSeen(info, seed=3)))
+        return single_reader(server.url, info, **dict(common, never_seen=NeverSeen(info, seed=3)))
     finally:
-        stop(process)
+        server.stop()
 
 
 def floor_line(results):
@@ -784,7 +784,8 @@ def attack_main(args):
         args.work.mkdir(parents=True, exist_ok=True)
         print(f"loading {args.dump} ...", flush=True)
         flask_load(args.dump, env)
-    process, base = start_server(args.server, env, args.threads)
+    server = start_server(args.server, env, args.threads)
+    base = server.url
     results, met = {"server": args.server}, True
     try:
         info = catalogue_info(base)
@@ -796,7 +797,7 @@ def attack_main(args):
             "kinds": SEARCH_ATTACK if args.search else None,
         }
         readers = {"readers": args.readers, "think": args.think}
-        rss_before, _ = server_memory_mb(process.pid)
+        rss_before, _ = server_memory_mb(server.pid)
         print(f"one client alone, {LONE_LISTINGS} never-seen listings ...", flush=True)
         results["lone_client"] = lone_client(base, common["never_seen"])
         for name, who, measure, wanted, more in (
@@ -811,11 +812,11 @@ def attack_main(args):
                 flush=True,
             )
             results[name] = measure(base, info, **common, **more)
-        rss_after, peak = server_memory_mb(process.pid)
+        rss_after, peak = server_memory_mb(server.pid)
         results["memory_mb"] = {"before": rss_before, "after": rss_after, "peak": peak}
         answers = floor_answers(base) if args.floor else None
     finally:
-        stop(process)
+        server.stop()
     args.work.mkdir(parents=True, exist_ok=True)
     if answers is not None:
         print(f"the same reader and attack, {args.server} serving floor_app.py ...", flush=True)
@@ -897,7 +898,8 @@ def main():
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
 
     flask_load(folders[0], env)
-    process, base = start_server(args.server, env, args.threads)
+    server = start_server(args.server, env, args.threads)
+    base = server.url
     try:
         mix = request_mix(args.productions, parties)
         print(f"{args.clients} clients for {args.seconds:.0f} s ...", flush=True)
@@ -911,7 +913,7 @@ def main():
             thread.join()
         elapsed = time.monotonic() - started
     finally:
-        stop(process)
+        server.stop()
 
     latencies.sort()
     results = {

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import generate  # noqa: E402
-from servers import SERVING_ON, flask_load, start, start_demoserv, start_waitress, stop  # noqa: E402
+from servers import flask_load, start_demoserv, start_waitress  # noqa: E402
 
 READER_TIMEOUT = 3.0
 
@@ -61,7 +61,8 @@ def read(base, tries=10):
 
 
 def scenario(starter, env, clients, requests, warm):
-    process, base = starter(env)
+    server = starter(env)
+    base = server.url
     try:
         connections = attack(base, clients, requests)
         time.sleep(warm)  # let the server do what it will for them
@@ -70,7 +71,7 @@ def scenario(starter, env, clients, requests, warm):
             connection.close()
         return waits
     finally:
-        stop(process)
+        server.stop()
 
 
 def main():
@@ -93,11 +94,7 @@ def main():
 
     servers = {"waitress defaults": lambda env: start_waitress(env, 4)}
     if args.before:
-        # python -m puts the current folder first on the path: the earlier checkout's code.
-        command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
-        servers["demoserv-serve before"] = lambda env: start(
-            command, env, SERVING_ON, cwd=args.before
-        )
+        servers["demoserv-serve before"] = lambda env: start_demoserv(env, checkout=args.before)
     servers["demoserv-serve"] = start_demoserv
     results = {}
     for clients in args.clients:

@@ -36,9 +36,7 @@ import os
 import random
 import shutil
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -46,9 +44,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from benchmark import Client, memory_mb, summary  # noqa: E402
 from clients import _latency, attack, catalogue_info, timed_clients  # noqa: E402
-from servers import flask_load, start, start_server, stop  # noqa: E402
+from servers import flask_load, start_demoserv, start_server  # noqa: E402
 
-SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"
+from demoserv import launcher  # noqa: E402
+
 NGINX_CONFIG = """
 worker_processes 1;
 pid {work}/nginx.pid;
@@ -102,7 +101,8 @@ def free_port():
 
 
 def start_nginx(work, bodies):
-    """nginx serving each body as a static file ``/<index>.json``: (process, base, paths)."""
+    """nginx serving each body as a static file ``/<index>.json``: (a started
+    ``launcher.Server``, its paths)."""
     shutil.rmtree(work, ignore_errors=True)
     (work / "root").mkdir(parents=True)
     (work / "temp").mkdir()
@@ -113,17 +113,9 @@ def start_nginx(work, bodies):
     port = free_port()
     (work / "nginx.conf").write_text(NGINX_CONFIG.format(work=work.resolve(), port=port))
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    process = subprocess.Popen([nginx, "-p", str(work.resolve()), "-c", "nginx.conf"])
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            Client(base).get(paths[0])
-            return process, base, paths
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("nginx did not start") from None
-            time.sleep(0.1)
+    command = [nginx, "-p", work.resolve(), "-c", "nginx.conf"]
+    ready = launcher.answering(f"http://127.0.0.1:{port}")
+    return launcher.Server(command, ready, folder=work, timeout=30, name="nginx").start(), paths
 
 
 def latencies(servers, page_paths, samples):
@@ -213,24 +205,18 @@ def readers_under_flood(base, page_paths, idle_seconds, seconds, think):
     return results
 
 
-def start_demoserv_from(env, checkout):
-    """``demoserv-serve`` of the code in ``checkout`` (its own package first on the path)."""
-    env = dict(env, PYTHONPATH=str(checkout))
-    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
-    return start(command, env, SERVING_ON, cwd=checkout)
-
-
 def measure(args, env):
     results, started = {"samples": args.samples}, []
     try:
-        process, base = start_server("demoserv-serve", env)
-        started.append(process)
+        server = start_server("demoserv-serve", env)
+        started.append(server)
+        base = server.url
         bases = {"demoserv": base}
-        pids = {"demoserv": process.pid}
+        pids = {"demoserv": server.pid}
         if args.baseline:
-            process, bases["baseline"] = start_demoserv_from(env, args.baseline)
-            pids["baseline"] = process.pid
-            started.append(process)
+            server = start_demoserv(env, checkout=args.baseline)
+            started.append(server)
+            bases["baseline"], pids["baseline"] = server.url, server.pid
         page_paths = pages(base)
         results["pages"] = page_paths
         bodies = [Client(base).get(path)[1] for _, path in page_paths]
@@ -241,10 +227,12 @@ def measure(args, env):
         floor_env = dict(
             env, DEMOSERV_FLOOR_ANSWERS=str((args.work / "floor-answers.json").resolve())
         )
-        process, floor_base = start_server("demoserv-serve", floor_env, app="floor_app:app")
-        started.append(process)
-        process, nginx_base, nginx_paths = start_nginx(args.work / "nginx", bodies)
-        started.append(process)
+        floor = start_server("demoserv-serve", floor_env, app="floor_app:app")
+        started.append(floor)
+        floor_base = floor.url
+        nginx, nginx_paths = start_nginx(args.work / "nginx", bodies)
+        started.append(nginx)
+        nginx_base = nginx.url
         paths = [path for _, path in page_paths]
         servers = {name: (b, paths) for name, b in bases.items()}
         servers["waitress, same bytes"] = (floor_base, paths)
@@ -295,8 +283,8 @@ def measure(args, env):
         )
         results["peak_rss_mb"] = memory_mb(pids["demoserv"])[1]
     finally:
-        for process in reversed(started):
-            stop(process)
+        for server in reversed(started):
+            server.stop()
     return results
 
 

@@ -19,10 +19,8 @@ replicas share the machine's cores; the client mix runs in Python threads.
 import argparse
 import json
 import os
-import re
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,13 +28,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clients import _latency, request_mix, run_clients  # noqa: E402
 from generate import generate  # noqa: E402
-from servers import flask_load, start_demoserv, stop  # noqa: E402
+from servers import flask_load, start_demoserv  # noqa: E402
+
+from demoserv import launcher  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_replicas(env, work, extra=()):
-    """deploy/run-replicas with two replicas on free ports: (process, base URL)."""
+    """deploy/run-replicas with two replicas on free ports, ready once it has written
+    its ready file: a started ``launcher.Server``."""
     ports = []
     for _ in range(3):
         probe = socket.socket()
@@ -47,7 +48,7 @@ def start_replicas(env, work, extra=()):
         probe.close()
     command = [
         sys.executable,
-        str(ROOT / "deploy" / "run-replicas"),
+        ROOT / "deploy" / "run-replicas",
         "--replicas=2",
         f"--listen=127.0.0.1:{numbers[0]}",
         f"--replica-port={numbers[1]}",
@@ -56,14 +57,7 @@ def start_replicas(env, work, extra=()):
         "--threads=4",
         *extra,
     ]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    for line in process.stdout:
-        match = re.match(r"Serving on (http://\S+)", line)
-        if match:
-            return process, match.group(1)
-    raise RuntimeError(f"run-replicas did not start (exit {process.wait()})")
+    return launcher.ReadyFileServer(command, env=env, name="run-replicas").start()
 
 
 def start_one(env, work):
@@ -71,15 +65,15 @@ def start_one(env, work):
 
 
 def measure(starter, env, work, mix, clients, seconds):
-    process, base = starter(env, work)
+    server = starter(env, work)
     try:
         started = time.monotonic()
-        threads, latencies, unexpected, errors = run_clients(base, mix, clients, seconds)
+        threads, latencies, unexpected, errors = run_clients(server.url, mix, clients, seconds)
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started
     finally:
-        stop(process)
+        server.stop()
     return {
         **_latency(latencies, elapsed),
         "unexpected_statuses": sum(unexpected.values()),

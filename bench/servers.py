@@ -1,14 +1,16 @@
-"""Starting and stopping the servers the benchmarks measure, each on a free loopback
-port, and running ``flask load``: what bench/benchmark.py, bench/clients.py,
-bench/replicas.py and bench/slow_clients.py share."""
+"""Starting the servers the benchmarks measure, each on a free loopback port, with
+``demoserv.launcher`` (demoserv serve known by its ready file, other programs' servers
+by the line of their log that names their address; each a started ``launcher.Server``:
+``url``, ``pid``, ``stop()``), and running ``flask load``: what bench/benchmark.py,
+bench/clients.py, bench/replicas.py and bench/slow_clients.py share."""
 
 import os
-import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+
+from demoserv import launcher
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 WAITRESS_FLAGS = (  # README, "Serving with waitress alone"
@@ -24,14 +26,13 @@ FLASK_RUNNING = r"Running on (http://127\.0\.0\.1:[0-9]+)"
 
 def start_server(kind, env, threads=None, app=None):
     """Serve the catalogue of ``env`` with the server ``kind`` (one of SERVERS) on a
-    free loopback port, as README runs it: (process, base URL). ``app``, a WSGI app of
-    bench/ (``module:name``), is served instead of demoserv, with the same server and
-    settings (``demoserv-serve``: waitress with its settings, README's flags)."""
+    free loopback port, as README runs it: a started ``launcher.Server``. ``app``, a
+    WSGI app of bench/ (``module:name``), is served instead of demoserv, with the same
+    server and settings (``demoserv-serve``: waitress with its settings, README's flags)."""
     python = sys.executable
-    waitress = [python, "-m", "waitress", "--listen=127.0.0.1:0"]
     gunicorn = [python, "-m", "gunicorn", "--bind=127.0.0.1:0", "--workers=2"]
     gunicorn.append(f"--chdir={REPOSITORY}")
-    serving, wsgi = ["--call", "demoserv:serving_app"], "wsgi:app"
+    serving, wsgi = launcher.SERVING_APP, "wsgi:app"
     if app is not None:
         if kind == "flask":
             raise ValueError("flask run serves only demoserv")
@@ -41,9 +42,9 @@ def start_server(kind, env, threads=None, app=None):
     if kind == "demoserv-serve":
         return start_demoserv(env, threads)
     if kind == "waitress":
-        return start([*waitress, *WAITRESS_FLAGS, *serving], env, SERVING_ON)
+        return launcher.WaitressServe(*WAITRESS_FLAGS, app=serving, env=env).start()
     if kind == "waitress-defaults":
-        return start([*waitress, *serving], env, SERVING_ON)
+        return launcher.WaitressServe(app=serving, env=env).start()
     if kind == "gunicorn-sync":
         return start([*gunicorn, wsgi], env, GUNICORN_LISTENING)
     if kind == "gunicorn-gthread":
@@ -65,34 +66,27 @@ SERVERS = (
 )
 
 
-def start(command, env, pattern, cwd=None):
-    """Start a server process and return (process, base URL) once it listens."""
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd
-    )
-    for line in process.stderr:
-        match = re.search(pattern, line)
-        if match:
-            threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
-            return process, match.group(1)
-    raise RuntimeError(f"{command[0]} did not start (exit {process.wait()})")
-
-
-SERVING_ON = r"Serving on (http://127\.0\.0\.1:[0-9]+)"
+def start(command, env, pattern):
+    """Start a server of another program, which names its address in its log (the first
+    group of ``pattern``), and wait until it has: a started ``launcher.Server``."""
+    return launcher.Server(command, launcher.announced(pattern), env=env).start()
 
 
 def start_waitress(env, threads):
     """Plain ``waitress-serve`` with its defaults but ``threads``, on a free loopback
-    port: (process, base URL)."""
-    command = [sys.executable, "-m", "waitress", "--listen=127.0.0.1:0", f"--threads={threads}"]
-    return start([*command, "--call", "demoserv:serving_app"], env, SERVING_ON)
+    port: a started ``launcher.Server``."""
+    return launcher.WaitressServe(f"--threads={threads}", env=env).start()
 
 
-def start_demoserv(env, threads=None):
-    """``demoserv-serve``, as production runs it, on a free loopback port (its own
-    number of threads unless ``threads``): (process, base URL)."""
-    command = [sys.executable, "-m", "demoserv.serving", "--listen=127.0.0.1:0"]
-    return start(command + ([f"--threads={threads}"] if threads else []), env, SERVING_ON)
+def start_demoserv(env, threads=None, checkout=None):
+    """``demoserv serve`` (``demoserv-serve``), as production runs it, on a free loopback
+    port (its own number of threads unless ``threads``): a started ``launcher.Server``.
+    ``checkout``: a checkout of other code (an earlier commit's) to serve with instead,
+    its own package first on the path."""
+    arguments = [f"--threads={threads}"] if threads else []
+    if checkout is not None:
+        env = dict(env, PYTHONPATH=str(checkout))
+    return launcher.Demoserv(*arguments, env=env, cwd=checkout).start()
 
 
 def flask_load(source, env):
@@ -147,8 +141,3 @@ def server_memory_mb(pid):
         pids = [pid]
     each = [memory_mb(one) for one in pids]
     return sum(rss for rss, _ in each), sum(peak for _, peak in each)
-
-
-def stop(process):
-    process.terminate()
-    process.wait(timeout=60)

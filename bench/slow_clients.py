@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import generate  # noqa: E402
-from servers import flask_load, start_demoserv, start_waitress, stop  # noqa: E402
+from servers import flask_load, start_demoserv, start_waitress  # noqa: E402
 
 SLOW_HEAD = b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
 TRICKLE = b"X-Slow: " + b"a" * 1000  # one byte a second of this, never finished
@@ -104,8 +104,8 @@ def wait_for_page(address, cap):
 
 
 def scenario(starter, env, slow, idle, cap):
-    process, base = starter(env)
-    host, port = base.removeprefix("http://").split(":")
+    server = starter(env)
+    host, port = server.url.removeprefix("http://").split(":")
     address = (host, int(port))
     crowd = Crowd(address)
     try:
@@ -115,7 +115,7 @@ def scenario(starter, env, slow, idle, cap):
         return wait_for_page(address, cap)
     finally:
         crowd.close()
-        stop(process)
+        server.stop()
 
 
 def main():

@@ -18,11 +18,11 @@ import click
 from flask import current_app
 from flask.cli import ScriptInfo
 
-from . import progress
+from . import progress, serving
 from .catalogue import fetch, install, sources, status
 from .catalogue.export import export_catalogue
 from .catalogue.reporting import CatalogueError
-from .db import database_path, get_database
+from .db import DEFAULT_DATABASE, database_path, get_database
 from .settings import PACKAGED, packaged_catalogue
 from .version import __version__
 
@@ -67,7 +67,7 @@ def fail(message, exit_status=1):
 
 DATABASE_HELP = (
     "The database file. A relative path is taken from the current folder, as in "
-    "DEMOSERV_DATABASE, which this replaces. Default: demoserv.sqlite3 in the instance "
+    f"DEMOSERV_DATABASE, which this replaces. Default: {DEFAULT_DATABASE} in the instance "
     "folder (demoserv status shows which file and why)."
 )
 
@@ -113,8 +113,8 @@ def database_origin(app):
         return app.config["DATABASE_ORIGIN"]
     if os.environ.get("DEMOSERV_DATABASE"):
         return "DEMOSERV_DATABASE"
-    if Path(app.config["DATABASE"]) == Path(app.instance_path) / "demoserv.sqlite3":
-        return "the default: demoserv.sqlite3 in the instance folder"
+    if Path(app.config["DATABASE"]) == Path(app.instance_path) / DEFAULT_DATABASE:
+        return f"the default: {DEFAULT_DATABASE} in the instance folder"
     return "the DATABASE setting"
 
 
@@ -160,22 +160,25 @@ def checked_source(source):
     return source
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+MAIN_HELP = f"""demoserv serves a demoscene catalogue as a read-only, paginated JSON API that
+answers like the upstream catalogue (Demozoo).
+
+Start with "demoserv serve": it builds a database from the seed catalogue on its
+first start and listens on http://127.0.0.1:8080/api/v1/. Load the upstream's
+export with "demoserv load ADDRESS". Each command has its own --help.
+
+Settings are DEMOSERV_* variables ("demoserv settings" lists them); the database
+is found the same way by every command: --database, else DEMOSERV_DATABASE, else
+{DEFAULT_DATABASE} in the instance folder.
+"""
+
+
+@click.group(cls=Group, help=MAIN_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__, "--version", prog_name="demoserv", message="%(prog)s %(version)s"
 )
 def main():
-    """demoserv serves a demoscene catalogue as a read-only, paginated JSON API that
-    answers like the upstream catalogue (Demozoo).
-
-    Start with "demoserv serve": it builds a database from the seed catalogue on its
-    first start and listens on http://127.0.0.1:8080/api/v1/. Load the upstream's
-    export with "demoserv load ADDRESS". Each command has its own --help.
-
-    Settings are DEMOSERV_* variables ("demoserv settings" lists them); the database
-    is found the same way by every command: --database, else DEMOSERV_DATABASE, else
-    demoserv.sqlite3 in the instance folder.
-    """
+    """The demoserv command: its subcommands below (its help is MAIN_HELP)."""
 
 
 @click.command("load")
@@ -363,8 +366,6 @@ class Address(click.ParamType):
 
 
 def serve_options(function):
-    from . import serving
-
     for name, kind, what in reversed(WAITRESS_OPTIONS):
         default = serving.DEFAULTS[name.replace("-", "_")]
         function = click.option(f"--{name}", type=kind, help=f"The {what} (default {default}).")(
@@ -427,7 +428,8 @@ def serve_command(listen, catalogue, request_timeout, database, ready_file, **wa
     database (demoserv load) are served from the next request on, without a restart.
     Beyond loopback, set DEMOSERV_TRUSTED_HOSTS (see demoserv settings).
     """
-    from . import serving
+    from .factory import serving_app
+    from .settings import SettingError
 
     settings = {name: value for name, value in waitress.items() if value is not None}
     settings["listen"] = " ".join(listen or ["127.0.0.1:8080"])
@@ -437,18 +439,20 @@ def serve_command(listen, catalogue, request_timeout, database, ready_file, **wa
         fail(f"demoserv serve: {error} (see demoserv serve --help)", 2)
     if ready_file:
         Path(ready_file).unlink(missing_ok=True)  # a file of an earlier run must not count
-    if database is not None:
-        os.environ["DEMOSERV_DATABASE"] = os.path.abspath(database)
-    if catalogue is not None:
-        os.environ["DEMOSERV_SEED_DIR"] = str(packaged_catalogue(catalogue))
+    folder = None if catalogue is None else packaged_catalogue(catalogue)
     try:
-        serving.serve(
-            settings, request_timeout=request_timeout, ready_file=ready_file, reload=catalogue
-        )
-    except serving.CannotServe as error:
+        app = serving_app(database=database, catalogue=folder)
+    except SettingError as error:
         fail(str(error))
+    try:
+        serving.serve(app, settings, request_timeout=request_timeout, ready_file=ready_file)
     except OSError as error:
         fail(f"demoserv serve: {_listen_failure(error, settings['listen'])}")
+
+
+def serve_main(argv=None):
+    """``demoserv-serve``: the same as ``demoserv serve``."""
+    serve_command.main(argv, prog_name="demoserv-serve")
 
 
 def _listen_failure(error, listen):

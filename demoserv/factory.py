@@ -109,35 +109,37 @@ def create_app(test_config=None, instance_path=None, database=None):
     return app
 
 
-def serving_app(replace=False):
+def serving_app(database=None, catalogue=None):
     """The app as a server process runs it (``demoserv serve``, ``waitress-serve --call
     demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
     process, which ``create_app`` leaves alone: the log on standard error (unless
     logging is configured already); the database built from the seed catalogue on the
-    first start (or loaded from it when ``replace`` and the database serves another);
-    what start-up allocated kept out of the cyclic collector's full passes, which would
-    otherwise walk it while serving; a shorter interpreter switch interval
-    (``SWITCH_INTERVAL``); and large blocks given back to the system when freed
-    (``give_back_large_blocks``)."""
-    app = create_app()
+    first start (``build_from_seed``); what start-up allocated kept out of the cyclic
+    collector's full passes, which would otherwise walk it while serving; a shorter
+    interpreter switch interval (``SWITCH_INTERVAL``); and large blocks given back to
+    the system when freed (``give_back_large_blocks``). ``database`` (``--database``)
+    replaces the DATABASE setting, ``catalogue`` (the folder ``--catalogue`` names) the
+    seed catalogue."""
+    app = create_app(database=database)
     access_log.configure(app)
-    build_from_seed(app, replace=replace)
+    build_from_seed(app, catalogue)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
     return app
 
 
-def build_from_seed(app, replace=False):
+def build_from_seed(app, catalogue=None):
     """Build the database from the seed catalogue (``SEED_DIR``) when it does not exist:
-    the first start of a server; with ``replace``, also when it was loaded from another
-    source. Commands that only read never call it."""
+    the first start of a server. ``catalogue``, a folder given in place of the seed, is
+    loaded also when the database was loaded from another source. Commands that only
+    read never call it."""
     path = db.database_path(app)
-    seed = app.config["SEED_DIR"]
+    seed = app.config["SEED_DIR"] if catalogue is None else str(catalogue)
     if not seed:
         return
     if os.path.lexists(path):
-        if not replace or provenance.read(path).get("path") == str(Path(seed).resolve()):
+        if catalogue is None or provenance.read(path).get("path") == str(Path(seed).resolve()):
             return
     if not os.path.isdir(seed):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)

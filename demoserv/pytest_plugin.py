@@ -24,70 +24,52 @@ session ends. A catalogue that cannot be served stops the session with one line.
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from . import launcher
 from .settings import packaged_catalogue
 
 START_TIMEOUT = 60  # seconds for a named catalogue to load, and again for the server to start
-STOP_TIMEOUT = 30  # seconds the server has to exit once told to
-READY_CHECK_INTERVAL = 0.005  # seconds between looks for the ready file
 
 
-class DemoservServer:
-    """``demoserv serve`` in a process of its own on a free 127.0.0.1 port, with its
-    database, ready file and log in ``folder``; serves ``catalogue`` (a catalogue folder
-    or an export file), or the seed catalogue when it is None."""
+class DemoservServer(launcher.Demoserv):
+    """``demoserv serve`` in a process of its own on a free 127.0.0.1 port, started,
+    waited for and stopped by ``launcher``, with its database, ready file and log in
+    ``folder``; serves ``catalogue`` (a catalogue folder or an export file), or the seed
+    catalogue when it is None."""
 
     def __init__(self, folder, catalogue=None, timeout=START_TIMEOUT):
-        self.folder = Path(folder)
         self.catalogue = None if catalogue is None else Path(catalogue)
-        self.timeout = timeout
-        self.database = self.folder / "demoserv.sqlite3"
-        self.ready_file = self.folder / "ready"
-        self.log = self.folder / "demoserv.log"
-        self.process = None
-        self.url = None
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def start(self):
+        self.database = Path(folder) / "demoserv.sqlite3"
         environment = dict(os.environ)
         if self.catalogue is None:
             environment.pop("DEMOSERV_SEED_DIR", None)  # the seed shipped with the package
         else:
             environment["DEMOSERV_SEED_DIR"] = ""
-            self._load(environment)
-        command = [
-            sys.executable,
-            "-m",
-            "demoserv",
-            "serve",
-            "--listen=127.0.0.1:0",
+        super().__init__(
             f"--database={self.database}",
-            f"--ready-file={self.ready_file}",
-        ]
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                command, env=environment, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-            )
-        try:
-            self.url = self._wait_until_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+            folder=folder,
+            log="demoserv.log",
+            env=environment,
+            timeout=timeout,
+        )
 
-    def _load(self, environment):
+    def start(self):
+        if self.catalogue is not None:
+            self._load()
+        try:
+            return super().start()
+        except launcher.NotReady as error:
+            raise DemoservError(str(error)) from None
+
+    def _load(self):
         if not self.catalogue.exists():
             raise DemoservError(f"demoserv_catalogue: {self.catalogue} does not exist")
         loaded = subprocess.run(
             [sys.executable, "-m", "demoserv", "load", "--database", self.database, self.catalogue],
-            env=environment,
+            env=self.env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -97,45 +79,6 @@ class DemoservServer:
             raise DemoservError(
                 f"demoserv could not load {self.catalogue}: {loaded.stderr or loaded.stdout}"
             )
-
-    def _wait_until_ready(self):
-        """The base URL from the ready file, which the server writes (whole, by a rename)
-        once it listens and its catalogue is ready."""
-        deadline = time.monotonic() + self.timeout
-        while not self.ready_file.exists():
-            if self.process.poll() is not None:
-                raise DemoservError(
-                    f"demoserv serve stopped (exit {self.process.returncode}) before it was "
-                    f"ready:\n{self._log_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise DemoservError(
-                    f"demoserv serve was not ready within {self.timeout} s:\n{self._log_tail()}"
-                )
-            time.sleep(READY_CHECK_INTERVAL)
-        return self.ready_file.read_text(encoding="utf-8").splitlines()[0]
-
-    def _log_tail(self, lines=20):
-        return "\n".join(
-            self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
-        )
-
-    def stop(self):
-        """Stop the server by its process id and wait for it to exit."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 class DemoservError(Exception):

@@ -1,11 +1,13 @@
-"""``demoserv-serve``: waitress with settings that keep slow and idle clients from
-locking others out, and with requests of ambiguous length refused.
+"""The server of ``demoserv serve`` (``demoserv-serve``): waitress with settings that keep
+slow and idle clients from locking others out, and with requests of ambiguous length
+refused. It serves the app it is given and knows nothing of the command (``cli.py``
+makes the app and calls ``serve``).
 
 waitress reads requests on one thread (an asyncore loop) and hands whole requests to
 its worker threads, so a slow client costs a connection slot, never a worker. What
 locks others out is running out of slots: waitress stops accepting at
 ``connection_limit`` (100 by default) and keeps an idle connection for
-``channel_timeout`` (120 s by default). This entry point therefore
+``channel_timeout`` (120 s by default). This server therefore
 
 - allows many connections (``connection_limit``), with ``poll()`` in place of
   ``select()`` (which cannot watch descriptors above 1024) and the process's limit of
@@ -54,7 +56,7 @@ from .request_limits import MAX_BODY, body_refusal
 
 log = logging.getLogger(__name__)
 
-# The settings this entry point chooses; every other waitress setting keeps its default.
+# The settings this server chooses; every other waitress setting keeps its default.
 DEFAULTS = {
     "threads": 16,
     "connection_limit": 1000,
@@ -289,22 +291,9 @@ def write_ready_file(path, urls):
         raise
 
 
-class CannotServe(Exception):
-    """The app cannot be made (a bad setting): one line."""
-
-
-def serve(settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None, reload=None):
-    """Serve the app (``serving_app``) with waitress ``settings`` until stopped; write
-    the base URLs to ``ready_file`` once it listens. ``reload``: the name of a packaged
-    catalogue (``DEMOSERV_SEED_DIR``) loaded unless the database serves it already.
-    A bad setting raises CannotServe, a failure to listen OSError."""
-    from . import serving_app
-    from .settings import SettingError
-
-    try:
-        app = serving_app(replace=reload is not None)
-    except SettingError as error:
-        raise CannotServe(str(error)) from None
+def serve(app, settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None):
+    """Serve ``app`` (``serving_app``) with waitress ``settings`` until stopped; write
+    the base URLs to ``ready_file`` once it listens. A failure to listen raises OSError."""
     server = make_server(app, request_timeout=request_timeout, **settings)
     urls = base_urls(server)
     catalogue = app.extensions["demoserv.db"].describe()
@@ -329,14 +318,3 @@ def untrusted_hosts_warning(urls, trusted_hosts):
         f"listening on {', '.join(urls)} with any Host header trusted: set "
         'DEMOSERV_TRUSTED_HOSTS to the names clients use (such as ["api.example.org"])'
     )
-
-
-def main(argv=None):
-    """``demoserv-serve``: the same as ``demoserv serve``."""
-    from .cli import serve_command
-
-    serve_command.main(argv, prog_name="demoserv-serve")
-
-
-if __name__ == "__main__":
-    main()

@@ -15,25 +15,14 @@ def environment(**settings):
     return {**env, **settings}
 
 
-def _process(command, arguments, cwd, settings):
-    """The keyword arguments of a subprocess running the installed ``command``."""
-    return {
-        "args": [str(BIN / command), *map(str, arguments)],
-        "cwd": cwd,
-        "env": environment(**settings),
-        "stdin": subprocess.DEVNULL,
-    }
-
-
 def run_installed(command, *arguments, cwd=None, timeout=TIMEOUT, **settings):
     """Run the installed ``command`` (``demoserv``, ``demoserv-serve``) to its end."""
-    process = _process(command, arguments, cwd, settings)
-    return subprocess.run(**process, capture_output=True, text=True, timeout=timeout)
-
-
-def start_installed(command, *arguments, cwd=None, log=None, **settings):
-    """Start the installed ``command`` in the background, its output in the file ``log``."""
-    with open(log, "ab") as output:
-        return subprocess.Popen(
-            **_process(command, arguments, cwd, settings), stdout=output, stderr=output
-        )
+    return subprocess.run(
+        [str(BIN / command), *map(str, arguments)],
+        cwd=cwd,
+        env=environment(**settings),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

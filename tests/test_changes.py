@@ -199,7 +199,7 @@ def test_the_example_client_stays_in_step_over_three_loads(loads, tmp_path):  # 
     copy = tmp_path / "copy.json"
     shutil.copyfile(files[0], target)
     with Server(target) as server:
-        api_root = f"{server.base}/api/v1/"
+        api_root = f"{server.url}/api/v1/"
         assert example.follow(api_root, copy)["version"] == versions[0]
         for number in (1, 2, 3):
             load_catalogue(folders[number], target)

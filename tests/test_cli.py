@@ -14,14 +14,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from demoserv import serving
+from demoserv import factory, launcher, serving
 from demoserv.catalogue.sources import load_catalogue
 from demoserv.cli import COMMANDS, checked_source, main
 from demoserv.settings import SETTINGS, packaged_catalogue
 
 from .conftest import refusing_url
-from .installed import run_installed, start_installed
-from .test_serving import wait_for
+from .installed import BIN, environment, run_installed
 
 SUBCOMMANDS = ("serve", "load", "status", "rollback", "export", "settings", "version")
 
@@ -68,11 +67,27 @@ def test_a_server_that_cannot_listen_says_why(monkeypatch, number, cause):
     def cannot_listen(*arguments, **options):
         raise OSError(number, os.strerror(number))
 
+    monkeypatch.setattr(factory, "serving_app", lambda **options: None)
     monkeypatch.setattr(serving, "serve", cannot_listen)
     result = CliRunner().invoke(main, ["serve", "--listen=127.0.0.1:0"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"demoserv serve: cannot listen on 127.0.0.1:0: {cause}")
     assert result.stderr.count("\n") == 1
+
+
+def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch):
+    """--database and --catalogue reach the app as arguments: the command leaves the
+    process's environment as it found it."""
+    made, served = [], []
+    monkeypatch.setattr(factory, "serving_app", lambda **options: made.append(options) or "app")
+    monkeypatch.setattr(serving, "serve", lambda app, *arguments, **options: served.append(app))
+    environment = dict(os.environ)
+    arguments = ["serve", "--listen=127.0.0.1:0", "--database=x.sqlite3", "--catalogue=sample"]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    assert made == [{"database": "x.sqlite3", "catalogue": packaged_catalogue("sample")}]
+    assert served == ["app"]
+    assert dict(os.environ) == environment
 
 
 def test_the_flask_commands_are_the_same_commands(app):
@@ -231,26 +246,12 @@ def test_leftovers_of_an_interrupted_load(tmp_path, catalogue_dir):
 
 
 def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded_database):
-    log = tmp_path / "log"
-    server = start_installed(
-        "demoserv",
-        "serve",
-        "--listen=127.0.0.1:0",
-        f"--database={loaded_database}",
-        f"--ready-file={tmp_path / 'ready'}",
-        cwd=tmp_path,
-        log=log,
-    )
-    try:
-        wait_for(lambda: (tmp_path / "ready").exists() or server.poll() is not None, "ready")
-        url = (tmp_path / "ready").read_text().strip()
+    with installed_serve(tmp_path, f"--database={loaded_database}") as server:
+        url = server.url
         request = urllib_request(f"{url}/api/v1/platforms/?page=1", {"User-Agent": "client/1.0"})
-        wait_for(lambda: "demoserv.access" in log.read_text(), "the access line")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.wait_until(lambda: "demoserv.access" in server.log_text())
     assert request == 200
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [json.loads(line) for line in server.log_text().splitlines()]
     assert all({"time", "level", "logger"} <= set(line) for line in lines)
     assert all(
         re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]) for line in lines
@@ -267,6 +268,15 @@ def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded
         "status": 200,
     }
     assert access["user_agent"] == "client/1.0" and access["bytes"] > 0 and access["ms"] >= 0
+
+
+def installed_serve(folder, *arguments):
+    """The installed ``demoserv serve`` with ``arguments``, run in ``folder`` as a user
+    runs it, its ready file and log there."""
+    command = [BIN / "demoserv", "serve"]
+    return launcher.Demoserv(
+        *arguments, command=command, folder=folder, cwd=folder, env=environment()
+    )
 
 
 def urllib_request(url, headers):
@@ -286,26 +296,9 @@ def test_serving_beyond_loopback_without_trusted_hosts_is_warned():
 
 
 def test_the_sample_is_served_with_one_option(tmp_path):
-    log = tmp_path / "log"
-    server = start_installed(
-        "demoserv",
-        "serve",
-        "--catalogue=sample",
-        "--listen=127.0.0.1:0",
-        "--database=db.sqlite3",
-        f"--ready-file={tmp_path / 'ready'}",
-        cwd=tmp_path,
-        log=log,
-    )
-    try:
-        wait_for(lambda: (tmp_path / "ready").exists() or server.poll() is not None, "ready")
-        assert server.poll() is None, log.read_text()
-        url = (tmp_path / "ready").read_text().strip()
-        with urllib.request.urlopen(f"{url}/api/v1/productions/", timeout=30) as answer:
+    with installed_serve(tmp_path, "--catalogue=sample", "--database=db.sqlite3") as server:
+        with urllib.request.urlopen(f"{server.url}/api/v1/productions/", timeout=30) as answer:
             assert json.load(answer)["count"] == 2350
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     status = run_installed("demoserv", "status", "--database=db.sqlite3", cwd=tmp_path).stdout
     assert "source:        sample (" in status
 

@@ -4,18 +4,16 @@ its own copy of one catalogue file. Needs nginx (Debian's package); run with
 
 import http.client
 import os
-import queue
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from demoserv import launcher
 from demoserv.catalogue.prebuilt import install_built
 
 from .conftest import SITE_URL
@@ -39,62 +37,33 @@ def free_ports(count):
     return ports
 
 
-class Deployment:
-    """deploy/run-replicas in a process of its own, stopped by PID."""
+class Deployment(launcher.ReadyFileServer):
+    """deploy/run-replicas in a process of its own, ready once it has written its ready
+    file (nginx answers), stopped by PID."""
 
     def __init__(self, tmp_path, databases):
         self.work = tmp_path / "nginx"
         self.port, *self.replica_ports = free_ports(1 + len(databases))
-        self.databases = databases
-        self.env = dict(
+        env = dict(
             os.environ,
             DEMOSERV_SITE_URL=SITE_URL,
             DEMOSERV_SEED_DIR="",
             DEMOSERV_CACHE_MAX_AGE=str(MAX_AGE),
         )
-
-    def __enter__(self):
         command = [
             sys.executable,
-            str(ROOT / "deploy" / "run-replicas"),
-            f"--replicas={len(self.databases)}",
+            ROOT / "deploy" / "run-replicas",
+            f"--replicas={len(databases)}",
             f"--listen=127.0.0.1:{self.port}",
             *(f"--replica-port={port}" for port in self.replica_ports),
-            f"--database={self.databases[0].parent.parent / 'replica-{n}' / 'demoserv.sqlite3'}",
+            f"--database={databases[0].parent.parent / 'replica-{n}' / 'demoserv.sqlite3'}",
             f"--work={self.work}",
             f"--nginx={NGINX}",
             "--threads=2",
         ]
-        self.process = subprocess.Popen(
-            command,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        super().__init__(
+            command, folder=tmp_path, env=env, timeout=2 * DEADLINE, name="run-replicas"
         )
-        lines = queue.Queue()
-        self.output = []
-
-        def read():
-            for line in self.process.stdout:
-                self.output.append(line)
-                lines.put(line)
-            lines.put(None)
-
-        self.reader = threading.Thread(target=read, daemon=True)
-        self.reader.start()
-        deadline = time.monotonic() + 2 * DEADLINE
-        while True:
-            try:
-                line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Empty:
-                self.__exit__()
-                pytest.fail("run-replicas did not start in time")
-            if line is None:
-                self.__exit__()
-                pytest.fail(f"run-replicas stopped: {''.join(self.output)}")
-            if line.startswith("Serving on "):
-                return self
 
     def pids(self):
         """Process ids of nginx's master and of every replica still recorded."""
@@ -104,14 +73,11 @@ class Deployment:
     def replica_pid(self, number):
         return int((self.work / f"replica-{number}.pid").read_text())
 
-    def __exit__(self, *exc):
+    def stop(self, timeout=DEADLINE):
         leftover = self.pids()
         try:
-            self.process.terminate()
-            self.process.wait(timeout=DEADLINE)
-            self.reader.join(timeout=DEADLINE)
+            super().stop(timeout)
         finally:
-            self.process.stdout.close()
             for pid in leftover:  # in case run-replicas could not stop them itself
                 try:
                     os.kill(pid, signal.SIGKILL)

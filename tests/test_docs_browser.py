@@ -33,7 +33,7 @@ def test_docs_page_renders_in_chromium(tmp_path, catalogue_dir):
                 f"--user-data-dir={tmp_path / 'profile'}",
                 "--virtual-time-budget=10000",
                 "--dump-dom",
-                f"{server.base}/api/v1/docs/",
+                f"{server.url}/api/v1/docs/",
             ],
             capture_output=True,
             text=True,

@@ -87,11 +87,10 @@ def test_a_server_builds_the_database_from_the_seed_once(tmp_path, caplog):
     other = catalogue_factory.write(
         catalogue_factory.build(seed=5, productions=7), tmp_path / "other"
     )
-    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": str(other)})
-    build_from_seed(app, replace=True)  # demoserv serve --catalogue: another source
+    build_from_seed(app, other)  # demoserv serve --catalogue: another source
     assert app.test_client().get("/api/v1/productions/").json["count"] == 7
     stamp = database.stat().st_mtime_ns
-    build_from_seed(app, replace=True)  # the same source: not loaded again
+    build_from_seed(app, other)  # the same source: not loaded again
     assert database.stat().st_mtime_ns == stamp
 
 

@@ -208,7 +208,7 @@ def test_hostile_requests_over_http(tmp_path, catalogue_dir):
             (("GET", "/api/v1/"), {"Host": "localhost", "Content-Length": "0"}, 200),
         ]
         for request_line, headers, status in cases:
-            got, content_type, body = raw_request(server.base, request_line, headers)
+            got, content_type, body = raw_request(server.url, request_line, headers)
             assert (got, content_type) == (status, "application/json"), (request_line, body[:200])
             if status != 200:
                 assert list(json.loads(body)) == ["detail"]

@@ -113,3 +113,16 @@ def test_the_loader_imports_nothing_of_flask(imported_after, module):
 @pytest.mark.parametrize("module", SERVING_MODULES)
 def test_the_serving_modules_import_no_building_code(imported_after, module):
     assert imported_after[module] == []
+
+
+def test_the_server_and_the_launcher_import_neither_the_command_nor_the_app():
+    """serving.py serves the app it is given: it imports neither the command nor the
+    factory (no import circle with cli.py); the launcher imports nothing of the app."""
+    command_and_app = ["demoserv.cli", "demoserv.factory"]
+    found = probe(
+        [
+            ("demoserv.serving", command_and_app),
+            ("demoserv.launcher", [*command_and_app, "flask", "waitress"]),
+        ]
+    )
+    assert found == {"demoserv.serving": [], "demoserv.launcher": []}

@@ -2,81 +2,54 @@
 and a catalogue replaced while several threads read."""
 
 import json
-import os
-import re
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
 
 import pytest
 
+from demoserv import launcher
 from demoserv.catalogue.sources import load_catalogue
 
-from . import catalogue_factory, oracle
+from . import catalogue_factory, installed, oracle
 from .conftest import SITE_URL
 from .test_records import expected
 
 
-class Server:
-    """``waitress-serve`` in a process of its own on a free loopback port, stopped by PID."""
+def environment(**settings):
+    """The environment of a server the tests start: no DEMOSERV_* setting of this one's,
+    the suite's site URL, no seed catalogue, and ``settings``."""
+    return installed.environment(
+        **{"DEMOSERV_SITE_URL": SITE_URL, "DEMOSERV_SEED_DIR": "", **settings}
+    )
 
-    def __init__(self, database, threads=4, options=()):
-        self.env = dict(
-            os.environ,
-            DEMOSERV_DATABASE=str(database),
-            DEMOSERV_SITE_URL=SITE_URL,
-            DEMOSERV_SEED_DIR="",
-        )
-        self.threads = threads
-        self.options = list(options)
 
-    def command(self):
-        return [
-            sys.executable,
-            "-m",
-            "waitress",
-            "--listen=127.0.0.1:0",
-            f"--threads={self.threads}",
-            *self.options,
-            "--call",
-            "demoserv:serving_app",
-        ]
-
-    def __enter__(self):
-        self.process = subprocess.Popen(
-            self.command(),
-            env=self.env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for line in self.process.stderr:  # waitress logs the address once it listens
-            match = re.search(r"Serving on (http://127\.0\.0\.1:[0-9]+)", line)
-            if match:
-                self.base = match.group(1)
-                # Keep reading, so that the server never blocks on a full pipe.
-                self.log = []
-                self.drain = threading.Thread(target=self.log.extend, args=(self.process.stderr,))
-                self.drain.start()
-                return self
-        raise RuntimeError(f"waitress did not start: exit {self.process.wait()}")
-
-    def __exit__(self, *exc):
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.drain.join(timeout=30)
-        self.process.stderr.close()
-        assert not any("Traceback" in line for line in self.log), "".join(self.log)
+class Checked:
+    """What the tests ask of a server they start (a ``launcher.Server``): answers to
+    GET, and a log without a traceback once it has stopped."""
 
     def get(self, path_or_url):
-        address = path_or_url if path_or_url.startswith("http") else self.base + path_or_url
+        address = path_or_url if path_or_url.startswith("http") else self.url + path_or_url
         try:
             with urllib.request.urlopen(address, timeout=30) as response:
                 return response.status, dict(response.headers), json.loads(response.read())
         except urllib.error.HTTPError as error:
             with error:
                 return error.code, dict(error.headers), json.loads(error.read())
+
+    def __exit__(self, *exc):
+        self.stop()
+        log = self.log_text()
+        assert "Traceback" not in log, log
+
+
+class Server(Checked, launcher.WaitressServe):
+    """``waitress-serve --call demoserv:serving_app`` on a free loopback port."""
+
+    def __init__(self, database, threads=4, options=()):
+        super().__init__(
+            f"--threads={threads}", *options, env=environment(DEMOSERV_DATABASE=str(database))
+        )
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +86,7 @@ def walk_http(server, url):
 def test_contract_over_http_on_an_unseen_catalogue(unseen):
     catalogue, database = unseen
     with Server(database) as server:
-        api = f"{server.base}/api/v1/"
+        api = f"{server.url}/api/v1/"
         for resource, keys in oracle.KEYS.items():
             everything = oracle.all_records(catalogue, resource)
             for key in keys:
@@ -202,7 +175,7 @@ def test_behind_a_reverse_proxy_with_the_readme_options(unseen):
     ]
     with Server(database, options=options) as server:
         request = urllib.request.Request(
-            f"{server.base}/api/v1/productions/?page=2",
+            f"{server.url}/api/v1/productions/?page=2",
             headers={
                 "X-Forwarded-Proto": "https",
                 "X-Forwarded-Host": "api.example.org",

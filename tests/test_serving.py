@@ -2,41 +2,33 @@
 settings under which slow and idle clients cannot keep others out."""
 
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 
-from demoserv import create_app, serving
+from demoserv import create_app, launcher, serving
+from demoserv.cli import serve_main
 
 from .conftest import SITE_URL
-from .test_server import Server
+from .test_server import Checked, environment
 
 DEADLINE = 30  # seconds any awaited event may take
 
 
-class Serve(Server):
+class Serve(Checked, launcher.Demoserv):
     """``demoserv serve`` (``python -m demoserv serve``) on a free loopback port."""
 
-    def command(self):
-        return [
-            sys.executable,
-            "-m",
-            "demoserv",
-            "serve",
-            "--listen=127.0.0.1:0",
-            f"--threads={self.threads}",
-            *self.options,
-        ]
+    def __init__(self, database, threads=4, options=()):
+        super().__init__(
+            f"--database={database}", f"--threads={threads}", *options, env=environment()
+        )
 
     @property
     def address(self):
-        host, port = self.base.removeprefix("http://").split(":")
+        host, port = self.url.removeprefix("http://").split(":")
         return host, int(port)
 
     def connect(self):
@@ -240,7 +232,7 @@ def test_pipelined_requests_are_all_answered_in_order(server):
 
 def answered(server, path):
     """How many answers to ``path`` the server has logged so far."""
-    return sum(f'"path": "{path}"' in line for line in list(server.log))
+    return server.log_text().count(f'"path": "{path}"')
 
 
 def wait_until_steady(count, what):
@@ -278,7 +270,7 @@ def test_clients_that_never_read_do_not_lock_out_a_reader(loaded_database):
             for _ in range(10):
                 started = time.monotonic()
                 try:
-                    with urllib.request.urlopen(running.base + "/api/v1/platforms/", timeout=3):
+                    with urllib.request.urlopen(running.url + "/api/v1/platforms/", timeout=3):
                         on_time += time.monotonic() - started < 3
                 except OSError:
                     pass
@@ -379,7 +371,7 @@ def test_the_chosen_settings_are_applied(loaded_database):
 )
 def test_bad_arguments_stop_with_a_message(arguments, capsys):
     with pytest.raises(SystemExit) as stopped:
-        serving.main(arguments)
+        serve_main(arguments)
     assert stopped.value.code == 2
     assert capsys.readouterr().err.startswith("demoserv")
 
@@ -391,75 +383,50 @@ def wait_for(condition, what):
         time.sleep(0.01)
 
 
-def serve(tmp_path, *options, **environment):
-    """``demoserv serve`` in ``tmp_path`` with ``options``, its log in ``tmp_path/log``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOSERV_")}
-    with open(tmp_path / "log", "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "demoserv", "serve", "--listen=127.0.0.1:0", *options],
-            cwd=tmp_path,
-            env={**env, "DEMOSERV_SITE_URL": SITE_URL, **environment},
-            stdout=log,
-            stderr=log,
-        )
-
-
 def test_the_ready_file_means_it_answers_even_on_the_first_start(
     tmp_path, catalogue, catalogue_dir
 ):
-    ready = tmp_path / "ready"
-    ready.write_text("stale\n")  # left by an earlier run
-    process = serve(
-        tmp_path,
+    first_start = launcher.Demoserv(
         "--database=first.sqlite3",
-        f"--ready-file={ready}",
-        DEMOSERV_SEED_DIR=str(catalogue_dir),
+        folder=tmp_path,
+        cwd=tmp_path,
+        env=environment(DEMOSERV_SEED_DIR=str(catalogue_dir)),
     )
-    try:
-
-        def announced():
-            try:
-                return ready.read_text() != "stale\n"
-            except FileNotFoundError:
-                return False
-
-        wait_for(lambda: announced() or process.poll() is not None, "the ready file")
-        assert process.poll() is None, (tmp_path / "log").read_text()
-        text = ready.read_text()
+    with first_start:
+        text = first_start.ready_file.read_text()
         assert re.fullmatch(r"http://127\.0\.0\.1:[0-9]+\n", text)
         # The database was built from the seed before the file was written: no 503.
         with urllib.request.urlopen(f"{text.strip()}/api/v1/productions/", timeout=30) as answer:
             assert answer.status == 200
             assert json.load(answer)["count"] == len(catalogue["productions"])
         assert (tmp_path / "first.sqlite3").is_file()  # --database: relative to the current folder
-    finally:
-        process.terminate()
-        process.wait(timeout=DEADLINE)
 
 
 def test_a_server_that_cannot_listen_leaves_no_ready_file(tmp_path, loaded_database):
+    """Not even the one of an earlier run, which it removes at its start."""
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     ready = tmp_path / "ready"
     ready.write_text("stale\n")
     port = taken.getsockname()[1]
-    with taken:
-        process = serve(
-            tmp_path,
-            f"--listen=127.0.0.1:{port}",
-            f"--database={loaded_database}",
-            f"--ready-file={ready}",
-            DEMOSERV_SEED_DIR="",
-        )
-        assert process.wait(timeout=DEADLINE) != 0
+    command = [
+        *launcher.DEMOSERV_SERVE,
+        f"--listen=127.0.0.1:{port}",
+        f"--database={loaded_database}",
+        f"--ready-file={ready}",
+    ]
+    never_ready = launcher.Server(command, lambda server: None, folder=tmp_path, env=environment())
+    with taken, pytest.raises(launcher.NotReady) as stopped:
+        never_ready.start()
+    assert stopped.value.exit_status == 1
     assert not ready.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["log"]  # no temporary file left
 
 
 def test_help_says_where_the_database_is(capsys):
     with pytest.raises(SystemExit) as stopped:
-        serving.main(["--help"])
+        serve_main(["--help"])
     assert stopped.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--database PATH" in text and "--ready-file PATH" in text and "--version" in text
