@@ -10,7 +10,8 @@ on loopback, serving the same catalogue:
 
 - ``waitress-serve --call demoserv:serving_app`` with waitress's defaults;
 - ``demoserv-serve`` with its defaults (see demoserv/serving.py);
-- with ``--before PATH``: ``demoserv-serve`` from the checkout at PATH (an earlier commit).
+- with ``--before PATH``: ``demoserv serve`` from the checkout at PATH (an earlier commit
+  whose serve takes ``--ready-file``).
 
 Prints a table and writes bench/out/never-read.json.
 """
