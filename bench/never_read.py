@@ -18,8 +18,6 @@ Prints a table and writes bench/out/never-read.json.
 
 import argparse
 import json
-import os
-import resource
 import socket
 import statistics
 import sys
@@ -28,8 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generate import generate  # noqa: E402
-from servers import flask_load, start_demoserv, start_waitress  # noqa: E402
+from servers import small_catalogue, start_demoserv, start_waitress  # noqa: E402
 
 READER_TIMEOUT = 3.0
 
@@ -83,15 +80,7 @@ def main():
     parser.add_argument("--before", type=Path, help="a checkout of an earlier commit")
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-    folder = args.work / "never-read-catalogue"
-    if not (folder / "productions.jsonl").exists():
-        generate(folder, 2000, 1)
-    database = args.work / "never-read.sqlite3"
-    env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
-    flask_load(folder, env)
+    env = small_catalogue(args.work, "never-read")
 
     servers = {"waitress defaults": lambda env: start_waitress(env, 4)}
     if args.before:

@@ -5,6 +5,7 @@ by the line of their log that names their address; each a started ``launcher.Ser
 bench/clients.py, bench/replicas.py and bench/slow_clients.py share."""
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -141,3 +142,19 @@ def server_memory_mb(pid):
         pids = [pid]
     each = [memory_mb(one) for one in pids]
     return sum(rss for rss, _ in each), sum(peak for _, peak in each)
+
+
+def small_catalogue(work, name):
+    """The environment of a server of a generated catalogue of 2,000 productions, built
+    once in ``work`` as ``name``, with the open-files limit raised for many clients."""
+    from generate import generate
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    folder = work / f"{name}-catalogue"
+    if not (folder / "productions.jsonl").exists():
+        generate(folder, 2000, 1)
+    database = work / f"{name}.sqlite3"
+    env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
+    flask_load(folder, env)
+    return env

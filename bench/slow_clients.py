@@ -18,8 +18,6 @@ seconds is reported as ">CAP". Prints a table and writes bench/out/slow-clients.
 
 import argparse
 import json
-import os
-import resource
 import socket
 import sys
 import threading
@@ -27,8 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generate import generate  # noqa: E402
-from servers import flask_load, start_demoserv, start_waitress  # noqa: E402
+from servers import small_catalogue, start_demoserv, start_waitress  # noqa: E402
 
 SLOW_HEAD = b"GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\n"
 TRICKLE = b"X-Slow: " + b"a" * 1000  # one byte a second of this, never finished
@@ -126,15 +123,7 @@ def main():
     parser.add_argument("--cap", type=float, default=150)
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-    folder = args.work / "slow-clients-catalogue"
-    if not (folder / "productions.jsonl").exists():
-        generate(folder, 2000, 1)
-    database = args.work / "slow-clients.sqlite3"
-    env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
-    flask_load(folder, env)
+    env = small_catalogue(args.work, "slow-clients")
 
     servers = {
         "before (waitress defaults)": lambda env: start_waitress(env, 4),
