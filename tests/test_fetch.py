@@ -3,6 +3,7 @@ with ETag, Last-Modified and Range, and injecting each fault a download can meet
 each: the exit status and the one line, the served catalogue unchanged (bytes and
 version), and no temporary file left."""
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -473,34 +474,38 @@ def test_the_waits_between_attempts_are_bounded_in_all(server):
         fetch.fetch(server.url, io.BytesIO(), settings=fetch.Settings(retry_seconds=5))
 
 
+@contextlib.contextmanager
+def loading(url, target, **settings):
+    """``demoserv load url`` into ``target`` in a process of its own, with ``settings``
+    (``DEMOSERV_*``) and no others; killed when the block ends if it still runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOSERV_")}
+    env.update(DEMOSERV_DATABASE=str(target), DEMOSERV_SEED_DIR="", **settings)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "demoserv", "load", url],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def test_ctrl_c_ends_a_wait_between_attempts_at_once(tmp_path):
     """Each retry is one line as it happens; SIGINT during the wait after it ends the
     load at once, with one line and 130."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOSERV_")}
-    env.update(
-        DEMOSERV_DATABASE=str(tmp_path / "db.sqlite3"),
-        DEMOSERV_SEED_DIR="",
-        DEMOSERV_FETCH_BACKOFF="25",
-    )
     with refusing_url("/export.sql.gz") as url:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "demoserv", "load", url],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+        with loading(url, tmp_path / "db.sqlite3", DEMOSERV_FETCH_BACKOFF="25") as process:
             retry = process.stderr.readline()
             assert retry.startswith("Attempt 1 of 6 failed: connection failed"), retry
             assert retry.endswith("; next in 25.0 s\n")
             started = time.monotonic()
             process.send_signal(signal.SIGINT)
             _, err = process.communicate(timeout=20)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
     assert time.monotonic() - started < 20  # not the 25 s wait
     assert process.returncode == 128 + signal.SIGINT
     assert err.strip().endswith("load interrupted by SIGINT; the served catalogue is unchanged")
@@ -651,27 +656,10 @@ def test_a_signal_during_the_download_leaves_nothing(from_file, server, tmp_path
     server.on_stall = stalled.set
     target = served_copy(tmp_path, from_file)
     before = fingerprint(target)
-    env = dict(
-        os.environ,
-        DEMOSERV_DATABASE=str(target),
-        DEMOSERV_SEED_DIR="",
-        DEMOSERV_FETCH_READ_TIMEOUT="60",
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "demoserv", "load", server.url],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with loading(server.url, target, DEMOSERV_FETCH_READ_TIMEOUT="60") as process:
         assert stalled.wait(60), "the download never started"
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 128 + signal.SIGTERM
     assert err == f"{target}: load interrupted by SIGTERM; the served catalogue is unchanged\n"
     assert fingerprint(target) == before
