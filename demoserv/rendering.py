@@ -256,14 +256,16 @@ def represent(response):
     line separators escaped in every one."""
     if not is_api_request() or response.mimetype != JSON_TYPE:
         return response
-    body = response.get_data()
+    original = body = response.get_data()
     if request.callback is not None:
         if response.status_code == 200:
             body = request.callback.encode() + b"(" + body + b");"
             response.headers["Content-Type"] = JSONP_CONTENT_TYPE
     elif request.indent and body and not 300 <= response.status_code < 400:
         body = indented(body, request.indent)
-    response.set_data(escape_line_separators(body))
+    body = escape_line_separators(body)
+    if body is not original:  # most answers: neither wrapped, indented nor escaped
+        response.set_data(body)
     return response
 
 

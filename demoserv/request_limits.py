@@ -18,13 +18,12 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
-from .errors import APIError
+from .errors import READ_METHODS, APIError
 
 MAX_PATH = 2048  # bytes of the path
 MAX_QUERY = 8192  # bytes of the query string
 MAX_HEADERS = 16384  # bytes of all header names and values
 MAX_BODY = 8192  # bytes of a request body read at the most (waitress's default: 1 GiB)
-BODILESS_METHODS = ("GET", "HEAD", "OPTIONS")
 
 _HOST = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
@@ -38,7 +37,7 @@ def body_refusal(method, length, chunked):
     length unknown yet) sent with ``method``; None for a request it may carry."""
     if not length and not chunked:
         return None
-    if method in BODILESS_METHODS:
+    if method in READ_METHODS:  # the API's methods, which take no body
         return 400, f"A {method} request takes no body: send it without one."
     if length > MAX_BODY:
         return 413, "Request entity too large: this API takes no request bodies."
