@@ -3,11 +3,14 @@ settings under which slow and idle clients cannot keep others out."""
 
 import json
 import re
+import shlex
 import socket
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
+from waitress.adjustments import Adjustments
 
 from demoserv import create_app, launcher, serving
 from demoserv.cli import serve_main
@@ -432,3 +435,19 @@ def test_help_says_where_the_database_is(capsys):
     assert "--database PATH" in text and "--ready-file PATH" in text and "--version" in text
     assert "A relative path is taken from the current folder" in text
     assert "Default: demoserv.sqlite3 in the instance folder" in text
+
+
+def test_the_docs_waitress_serve_command_sets_what_demoserv_serve_sets():
+    """docs/running.md's waitress-serve command, as written, gives waitress the settings
+    of demoserv serve (DEFAULTS), the body limit among them."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "running.md").read_text()
+    block = re.search(
+        r"```sh\n(waitress-serve --listen=127\.0\.0\.1:8080 --threads.*?)```", text, re.S
+    )
+    words = shlex.split(block[1].replace("\\\n", " "))
+    assert words[0] == "waitress-serve" and words[-2:] == ["--call", "demoserv:serving_app"]
+    given, _ = Adjustments.parse_args(words[1:])
+    given = {k: v for k, v in given.items() if k not in ("help", "call", "listen")}
+    adjusted = Adjustments(**given)
+    for name, value in serving.DEFAULTS.items():
+        assert getattr(adjusted, name) == value, name
