@@ -27,8 +27,8 @@ sys.path.insert(0, str(HERE))
 
 from servers import start_demoserv  # noqa: E402
 
-from demoserv.catalogue.reporting import StageFinished, StageStarted  # noqa: E402
-from demoserv.catalogue.sources import load_catalogue  # noqa: E402
+from demoserv.loader.reporting import StageFinished, StageStarted  # noqa: E402
+from demoserv.loader.sources import load_catalogue  # noqa: E402
 
 PATHS = [
     "pouet-credits/",
@@ -66,7 +66,7 @@ def baseline_seconds(code, dump, work):
     target = work / "baseline.sqlite3"
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", f"from demoserv.catalogue.sources import load_catalogue; "
+        [sys.executable, "-c", f"from demoserv.loader.sources import load_catalogue; "
          f"load_catalogue({str(dump)!r}, {str(target)!r})"],
         env=dict(os.environ, PYTHONPATH=str(code)),
         cwd=code,

@@ -47,7 +47,7 @@ REPOSITORY = BENCH.parent
 DEFAULT_DUMP = "/work/bench-data/full-375000.sql.gz"
 # The history's work switched off, for the loads measured without it.
 WITHOUT_HISTORY = (
-    "import sys; from demoserv.catalogue import history; "
+    "import sys; from demoserv.loader import history; "
     "history.record = lambda *args, **kwargs: {}; "
     "history.store_digests = lambda *args: None; "
     "from flask.cli import main; sys.argv[0] = 'flask'; main()"
@@ -147,9 +147,9 @@ def step_timings(work):
     """Seconds of the history's own steps, timed in this process on the files of a run:
     digesting every record as built, and comparing and carrying the history (the new
     file's history emptied, then recorded again against the day before)."""
-    from demoserv.catalogue import history
+    from demoserv.loader import history
     from demoserv.resources import RESOURCES
-    from demoserv.stored import RecordCodec
+    from demoserv.store.templates import RecordCodec
 
     copy = work / "steps.sqlite3"
     shutil.copyfile(work / "with.sqlite3", copy)
@@ -186,7 +186,7 @@ def synthetic_history(path, days, per_load, seed=1):
     (absent before), removes some (new ids, present before), changes back some records
     the next load changes, and adds some that the next load removes. Then the feed's
     tables are built again from it."""
-    from demoserv.catalogue import feed
+    from demoserv.loader import feed
 
     chance = random.Random(seed)
     connection = sqlite3.connect(path)
@@ -259,7 +259,7 @@ FEED_TABLES = ("feed_changes", "feed_records", "feed_skips", "feed_spans")
 # of its own, for its peak RSS.
 BUILD_FEED = """
 import json, sqlite3, sys, time
-from demoserv.catalogue import feed
+from demoserv.loader import feed
 connection = sqlite3.connect(sys.argv[1])
 connection.execute("PRAGMA journal_mode = OFF")
 connection.execute("PRAGMA synchronous = OFF")
@@ -281,7 +281,7 @@ SYNTHESIZE = (
 # the served file, compared with it, and the feed built.
 RECORD_HISTORY = """
 import sqlite3, sys
-from demoserv.catalogue import history
+from demoserv.loader import history
 connection = sqlite3.connect(sys.argv[1])
 with connection:
     for table in ("catalogue_loads", "catalogue_changes", *%r):

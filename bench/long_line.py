@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
-from demoserv.catalogue.pgdump import LINE_LIMIT  # noqa: E402
+from demoserv.loader.pgdump import LINE_LIMIT  # noqa: E402
 
 SAMPLE = REPOSITORY / "tests" / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 TARGET_MB = 500

@@ -9,7 +9,7 @@ largest answer) and never reads; after WARM seconds, a normal client asks for
 on loopback, serving the same catalogue:
 
 - ``waitress-serve --call demoserv:serving_app`` with waitress's defaults;
-- ``demoserv-serve`` with its defaults (see demoserv/serving.py);
+- ``demoserv-serve`` with its defaults (see demoserv/server/serving.py);
 - with ``--before PATH``: ``demoserv serve`` from the checkout at PATH (an earlier commit
   whose serve takes ``--ready-file``).
 

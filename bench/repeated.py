@@ -46,7 +46,7 @@ from benchmark import Client, memory_mb, summary  # noqa: E402
 from clients import _latency, attack, catalogue_info, timed_clients  # noqa: E402
 from servers import flask_load, start_demoserv, start_server  # noqa: E402
 
-from demoserv import launcher  # noqa: E402
+from demoserv.server import launcher  # noqa: E402
 
 NGINX_CONFIG = """
 worker_processes 1;

@@ -30,7 +30,7 @@ from clients import _latency, request_mix, run_clients  # noqa: E402
 from generate import generate  # noqa: E402
 from servers import flask_load, start_demoserv  # noqa: E402
 
-from demoserv import launcher  # noqa: E402
+from demoserv.server import launcher  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,5 @@
 """Starting the servers the benchmarks measure, each on a free loopback port, with
-``demoserv.launcher`` (demoserv serve known by its ready file, other programs' servers
+``demoserv.server.launcher`` (demoserv serve known by its ready file, other programs' servers
 by the line of their log that names their address; each a started ``launcher.Server``:
 ``url``, ``pid``, ``stop()``), and running ``flask load``: what bench/benchmark.py,
 bench/clients.py, bench/replicas.py and bench/slow_clients.py share."""
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from demoserv import launcher
+from demoserv.server import launcher
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 WAITRESS_FLAGS = (  # README, "Serving with waitress alone"

@@ -8,7 +8,7 @@ small catalogue:
 
 - before: ``waitress-serve --call demoserv:serving_app`` with waitress's defaults
   (100 connections, idle connections closed after 120 s, checked every 30 s);
-- after: ``demoserv-serve`` with its defaults (see demoserv/serving.py).
+- after: ``demoserv-serve`` with its defaults (see demoserv/server/serving.py).
 
 Scenarios: SLOW connections sending their headers at one byte a second; IDLE
 keep-alive connections that made one request and then say nothing; and OVER slow

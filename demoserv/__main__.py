@@ -1,5 +1,5 @@
 """``python -m demoserv``: the ``demoserv`` command."""
 
-from demoserv.cli import main
+from .cli.commands import main
 
 main()

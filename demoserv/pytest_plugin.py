@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from . import launcher
+from .server import launcher
 from .settings import packaged_catalogue
 
 START_TIMEOUT = 60  # seconds for a named catalogue to load, and again for the server to start

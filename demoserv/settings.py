@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalogue.fetch import Settings as FetchSettings
-from .catalogue.history import KEEP_DAYS
-from .shared import SERVICE_URL_FIELDS
+from .loader.fetch import Settings as FetchSettings
+from .loader.history import KEEP_DAYS
+from .store.values import SERVICE_URL_FIELDS
 
 PREFIX = "DEMOSERV_"
 PACKAGE = Path(__file__).resolve().parent

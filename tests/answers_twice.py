@@ -2,10 +2,10 @@
 cold, as if nothing were kept, and then, if that answer was kept, warm, from what was
 kept. Status, every header and the body must be the same byte for byte, and the warm
 answer must not be built again. ``conftest.py`` puts this in place of
-``answer_cache.KeptAnswers`` for the session. Requests on other threads keep answers
+``kept_answers.KeptAnswers`` for the session. Requests on other threads keep answers
 meanwhile: each request counts its own builds, and none empties what another kept."""
 
-from demoserv.answer_cache import KeptAnswers, read_whole
+from demoserv.web.kept_answers import KeptAnswers, read_whole
 
 
 def _answer(app, environ):

@@ -6,9 +6,10 @@ import socket
 
 import pytest
 
-from demoserv import answer_cache, create_app
-from demoserv.catalogue.sources import load_catalogue
+from demoserv import create_app
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
+from demoserv.web.kept_answers import KeptAnswers
 
 from . import catalogue_factory
 from .answers_twice import AnsweredTwice
@@ -55,15 +56,6 @@ def real_page_sizes():
         yield
 
 
-@pytest.fixture(scope="session", autouse=True)
-def answers_twice():
-    """Every app the suite makes answers each request cold and, when it keeps the
-    answer, warm as well, and compares the two (tests/answers_twice.py)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(answer_cache, "KeptAnswers", AnsweredTwice)
-        yield
-
-
 @pytest.fixture(scope="session")
 def catalogue():
     """The test catalogue as {resource: [file record, ...]}."""
@@ -83,18 +75,23 @@ def loaded_database(catalogue_dir, tmp_path_factory):
     return path
 
 
-def suite_app(database, **config):
-    """An app serving ``database`` as the suite's apps do: no seed built, and a test
-    client that checks every answer against the OpenAPI document."""
-    app = create_app({"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **config})
+def suite_app(database, kept_answers_class=AnsweredTwice, **config):
+    """An app serving ``database`` as the suite's apps do: no seed built, a test client
+    that checks every answer against the OpenAPI document, and each request answered
+    cold and, when its answer is kept, warm as well, the two compared
+    (tests/answers_twice.py)."""
+    app = create_app(
+        {"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **config},
+        kept_answers_class=kept_answers_class,
+    )
     app.test_client_class = ValidatingClient
     return app
 
 
 @pytest.fixture
 def make_app():
-    def make(database, **config):
-        return suite_app(database, **{"SITE_URL": SITE_URL, **config})
+    def make(database, kept_answers_class=AnsweredTwice, **config):
+        return suite_app(database, kept_answers_class, **{"SITE_URL": SITE_URL, **config})
 
     return make
 
@@ -105,10 +102,9 @@ def app(make_app, loaded_database):
 
 
 @pytest.fixture
-def kept_app(make_app, loaded_database, monkeypatch):
+def kept_app(make_app, loaded_database):
     """An app that keeps answers as served, across requests (not answered twice)."""
-    monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])
-    return make_app(loaded_database)
+    return make_app(loaded_database, kept_answers_class=KeptAnswers)
 
 
 @contextlib.contextmanager

@@ -11,8 +11,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from demoserv.openapi import build, renamed
 from demoserv.resources import RESOURCES
+from demoserv.web.views.openapi import build, renamed
 
 SPEC = build()  # its paths; a page's maxItems follows the page sizes in force
 TEMPLATES = [

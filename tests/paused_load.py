@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flask.cli import main
 
-from demoserv.catalogue import install, sources
+from demoserv.loader import install, sources
 
 PAUSE_LIMIT = 120  # seconds: a forgotten load ends on its own
 

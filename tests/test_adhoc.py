@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue.adhoc_values import download_address, literal, parameter_from_url
-from demoserv.catalogue.reporting import CatalogueError
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.adhoc_values import download_address, literal, parameter_from_url
+from demoserv.loader.reporting import CatalogueError
+from demoserv.loader.sources import load_catalogue
 
 from .conftest import SITE_URL, suite_app
 
@@ -378,7 +378,7 @@ def test_a_bad_value_in_an_export_is_refused_with_its_line(
 
 
 def test_month_default_is_the_month_before(monkeypatch):
-    from demoserv.adhoc import previous_month
+    from demoserv.web.views.adhoc import previous_month
 
     assert previous_month(datetime.date(2026, 1, 15)) == "2025-12"
     assert previous_month(datetime.date(2026, 11, 1)) == "2026-10"

@@ -1,4 +1,4 @@
-"""Answers kept whole (demoserv/answer_cache.py): what is kept, what is not, the bound
+"""Answers kept whole (demoserv/web/kept_answers.py): what is kept, what is not, the bound
 as a setting, and a new catalogue answered at once (the cache itself:
 tests/test_byte_cache.py). The suite's own requests are each compared cold and warm as
 well (tests/answers_twice.py)."""
@@ -9,11 +9,12 @@ import time
 
 import pytest
 
-from demoserv import answer_cache, create_app
-from demoserv.answer_cache import Answer
-from demoserv.catalogue.install import rollback
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.request_limits import MAX_HEADERS
+from demoserv import create_app
+from demoserv.loader.install import rollback
+from demoserv.loader.sources import load_catalogue
+from demoserv.web import kept_answers
+from demoserv.web.kept_answers import Answer
+from demoserv.web.request_limits import MAX_HEADERS
 
 from . import catalogue_factory
 from .test_server import Server
@@ -23,7 +24,7 @@ PAGE = "/api/v1/productions/?page=2&ordering=-id"
 
 def test_every_kind_of_answer_is_kept(app, client):
     """Each is kept, so the suite's check (answers_twice) compares it cold and warm."""
-    kept = app.extensions["demoserv.answer_cache"]
+    kept = app.extensions["demoserv.web.kept_answers"]
     tag = client.get(PAGE).headers["ETag"]
     requests = [
         ("GET", PAGE, {}),
@@ -52,7 +53,7 @@ def test_every_kind_of_answer_is_kept(app, client):
 def test_the_suites_check_fails_a_kept_answer_unlike_the_built_one(client, monkeypatch):
     """answers_twice compares the kept answer with the one built, byte for byte."""
     monkeypatch.setattr(
-        answer_cache,
+        kept_answers,
         "Answer",
         lambda key, status, headers, body: Answer(key, status, headers, body + b" "),
     )
@@ -61,7 +62,7 @@ def test_the_suites_check_fails_a_kept_answer_unlike_the_built_one(client, monke
 
 
 def test_what_is_not_fully_determined_is_not_kept(app, client):
-    kept = app.extensions["demoserv.answer_cache"]
+    kept = app.extensions["demoserv.web.kept_answers"]
     for method, path, headers, status in (
         ("GET", "/api/v1/productions/?page=99", {}, 404),
         ("GET", "/api/v1/productions/?format=xml", {}, 400),
@@ -78,7 +79,7 @@ def test_what_is_not_fully_determined_is_not_kept(app, client):
 
 
 def test_a_repeated_request_is_not_built_again(kept_app, monkeypatch):
-    from demoserv.resources.answers import Serving
+    from demoserv.web.views.resources import Serving
 
     client = kept_app.test_client()
     first = client.get("/api/v1/platforms/")
@@ -107,14 +108,14 @@ def test_headers_too_large_are_refused_though_the_page_is_kept(kept_app):
 def test_no_budget_keeps_nothing(make_app, loaded_database):
     app = make_app(loaded_database, ANSWER_CACHE_BYTES=0)
     assert app.test_client().get(PAGE).status_code == 200
-    assert "demoserv.answer_cache" not in app.extensions
+    assert "demoserv.web.kept_answers" not in app.extensions
 
 
 def test_the_budget_is_a_setting(loaded_database, monkeypatch):
     monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
     monkeypatch.setenv("DEMOSERV_ANSWER_CACHE_BYTES", "1000000")
-    assert create_app().extensions["demoserv.answer_cache"].budget == 1_000_000
+    assert create_app().extensions["demoserv.web.kept_answers"].budget == 1_000_000
 
 
 def _version(database):

@@ -5,7 +5,7 @@ import gzip
 import brotli
 import pytest
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
 

@@ -16,15 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import answer_cache
-from demoserv import changes as changes_module
-from demoserv.catalogue import install
-from demoserv.catalogue.feed import build as build_feed
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import get_database
+from demoserv.loader import install
+from demoserv.loader.feed import build as build_feed
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
+from demoserv.web.db import get_database
+from demoserv.web.kept_answers import KeptAnswers
+from demoserv.web.views import changes as changes_module
 
-from .answers_twice import AnsweredTwice
 from .conftest import refusing_url, walk
 from .test_history import ADDED, UNTOUCHED, expected_changes, loads  # noqa: F401 (fixture)
 from .test_query_plans import catch_statements
@@ -293,7 +292,7 @@ def test_the_example_client_notices_gone_and_moved(scripted):
         session.get(base + "/two")
 
 
-# The feed's answers built at load (catalogue/feed.py), against the history itself.
+# The feed's answers built at load (loader/feed.py), against the history itself.
 
 # What the feed answered before its answers were built at load: the net change of each
 # record, grouped from the stored change rows of the span at request time.
@@ -460,14 +459,13 @@ def test_the_feed_validators_follow_the_history(make_app, loads, tmp_path, monke
     after the second): the feed's ETags differ, and the kept answers of one file are not
     the other's; a record's ETag follows the version alone."""
     folders, files, versions = loads
-    monkeypatch.setattr(answer_cache, "KeptAnswers", AnsweredTwice.__mro__[1])  # kept
     again = tmp_path / "again.sqlite3"
     shutil.copyfile(files[1], again)
     load_catalogue(folders[0], again)
     assert install._version_and_time(again)[0] == versions[0]
     target = tmp_path / "served.sqlite3"
     shutil.copyfile(files[0], target)
-    client = make_app(target).test_client()
+    client = make_app(target, kept_answers_class=KeptAnswers).test_client()
     first = client.get("/api/v1/changes/")
     record = client.get("/api/v1/productions/108/")
     assert first.json["count"] == 0

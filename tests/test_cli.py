@@ -14,10 +14,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from demoserv import factory, launcher, serving
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.cli import COMMANDS, checked_source, main
+from demoserv.cli.commands import COMMANDS, checked_source, main
+from demoserv.loader.sources import load_catalogue
+from demoserv.server import launcher, serving
 from demoserv.settings import SETTINGS, packaged_catalogue
+from demoserv.web import factory
 
 from .conftest import refusing_url
 from .installed import BIN, environment, run_installed
@@ -256,7 +257,7 @@ def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded
     assert all(
         re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]) for line in lines
     )
-    started = [line["message"] for line in lines if line["logger"] == "demoserv.serving"]
+    started = [line["message"] for line in lines if line["logger"] == "demoserv.server.serving"]
     assert started and started[0].startswith(f"Serving on {url}: catalogue version ")
     assert started[0].endswith(f", database {loaded_database}")
     (access,) = [line for line in lines if line["logger"] == "demoserv.access"]

@@ -6,16 +6,12 @@ import pytest
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import OperationalError
 
-from demoserv import filters, listing_cache, tables
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import (
-    Database,
-    FileReplaced,
-    get_catalogue,
-    get_connection,
-    get_database,
-)
+from demoserv.api import filters
+from demoserv.listings import kept
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
+from demoserv.store import tables
+from demoserv.web.db import Database, FileReplaced, get_catalogue, get_connection, get_database
 
 from . import catalogue_factory
 
@@ -114,7 +110,7 @@ def test_listings_need_no_count_query(app, client):
     statements = []
     from sqlalchemy import event
 
-    from demoserv.db import get_database
+    from demoserv.web.db import get_database
 
     engine = get_database().current().engine
     event.listen(
@@ -144,7 +140,7 @@ def test_orders_on_several_keys_are_sorted_once_per_file(make_app, tmp_path):
         )
         assert ids == [r["id"] for r in wanted]
     # The first file's listing went with it.
-    assert app.extensions[listing_cache.EXTENSION].keys() == [
+    assert app.extensions[kept.EXTENSION].keys() == [
         ("productions", (("supertype", False), ("release_date_date", True)), ())
     ]
 
@@ -154,7 +150,7 @@ def test_kept_listings_are_bounded_by_their_setting_and_equivalent_values_are_on
 ):
     app = make_app(loaded_database, LISTING_CACHE_BYTES=4096)
     client = app.test_client()
-    listings = app.extensions[listing_cache.EXTENSION]
+    listings = app.extensions[kept.EXTENSION]
     assert listings.budget == 4096
     for title in range(40):  # listings that match nothing count too
         assert client.get(f"/api/v1/productions/?title=nothing-{title}").json["count"] == 0
@@ -193,7 +189,7 @@ def test_a_file_of_another_schema_is_503_logged_once(
     load_catalogue(catalogue_dir, database)
     _alter(database, statement)
     client = make_app(database).test_client()
-    with caplog.at_level("INFO", logger="demoserv.db"):
+    with caplog.at_level("INFO", logger="demoserv.web.db"):
         for path in ("/api/v1/productions/", "/api/v1/platforms/", "/api/v1/bbses/1/") * 3:
             response = client.get(path)
             assert response.status_code == 503
@@ -201,7 +197,7 @@ def test_a_file_of_another_schema_is_503_logged_once(
                 "The catalogue is not available: its database file was not built by this "
                 "version of the service; load the catalogue again."
             )
-    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.db"]
+    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.web.db"]
     assert errors == [
         f"cannot serve the catalogue: {database}: not a catalogue of this version of the "
         f"service ({logged})"
@@ -231,7 +227,7 @@ def test_a_file_put_in_place_with_damaged_facts_is_503_logged_once(
     load_catalogue(catalogue_dir, database)
     _alter(database, statement)
     client = make_app(database).test_client()
-    with caplog.at_level("INFO", logger="demoserv.db"):
+    with caplog.at_level("INFO", logger="demoserv.web.db"):
         for path in ("/api/v1/productions/", "/api/v1/bbses/1/") * 2:
             response = client.get(path)
             assert response.status_code == 503
@@ -239,7 +235,7 @@ def test_a_file_put_in_place_with_damaged_facts_is_503_logged_once(
             assert response.json["detail"] == (
                 "The catalogue is not available: its database file cannot be read."
             )
-    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.db"]
+    errors = [r.getMessage() for r in caplog.records if r.name == "demoserv.web.db"]
     assert len(errors) == 1 and "\n" not in errors[0] and "\r" not in errors[0]
     assert errors[0].startswith(f"cannot serve the catalogue: {database}: damaged catalogue ")
     assert logged in errors[0]
@@ -269,7 +265,7 @@ def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_d
     client = make_app(database).test_client()
     assert client.get("/api/v1/productions/").status_code == 200
     database.unlink()
-    with caplog.at_level("ERROR", logger="demoserv.db"):
+    with caplog.at_level("ERROR", logger="demoserv.web.db"):
         for _ in range(5):
             response = client.get("/api/v1/productions/")
             assert response.status_code == 503
@@ -284,7 +280,7 @@ def test_a_deleted_file_is_reported_missing_once(make_app, tmp_path, catalogue_d
 
 def test_a_later_page_of_a_listing_is_a_use_of_it(app, client):
     """So the listings that clients page through are protected (tests/test_byte_cache.py)."""
-    listings = app.extensions[listing_cache.EXTENSION]
+    listings = app.extensions[kept.EXTENSION]
     client.get("/api/v1/productions/?ordering=supertype,id")
     client.get("/api/v1/productions/?ordering=-supertype,id")
     client.get("/api/v1/productions/?ordering=supertype,id&page=2")  # asked for again

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import launcher
-from demoserv.catalogue.prebuilt import install_built
+from demoserv.loader.prebuilt import install_built
+from demoserv.server import launcher
 
 from .conftest import SITE_URL
 from .test_prebuilt import built_catalogues

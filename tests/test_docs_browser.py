@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 from .openapi_check import SPEC
 from .test_server import Server

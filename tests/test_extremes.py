@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from demoserv import parameters
+from demoserv.api import parameters
 from demoserv.resources import RESOURCES
 
 from .conftest import suite_app

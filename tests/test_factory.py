@@ -47,7 +47,7 @@ def test_test_config_replaces_environment(monkeypatch, tmp_path):
 
 def test_a_relative_database_is_taken_from_the_current_folder(tmp_path, monkeypatch):
     """One rule for the setting, the option and every command (db.resolve_database)."""
-    from demoserv.db import database_path
+    from demoserv.web.db import database_path
 
     monkeypatch.chdir(tmp_path)
     app = create_app({"TESTING": True, "DATABASE": "rel.sqlite3", "SEED_DIR": ""})
@@ -77,7 +77,7 @@ def test_a_server_builds_the_database_from_the_seed_once(tmp_path, caplog):
         build_from_seed(app)
     assert database.exists()
     # The build in the server's log: each file read and each step, then what it holds.
-    loaded = [r.getMessage() for r in caplog.records if r.name == "demoserv.catalogue"]
+    loaded = [r.getMessage() for r in caplog.records if r.name == "demoserv.loader"]
     assert any(line.startswith("read productions.jsonl (") for line in loaded)
     assert any(line.startswith("building records in ") for line in loaded)
     assert app.test_client().get("/api/v1/productions/").json["count"] == 12
@@ -127,7 +127,7 @@ def test_a_misspelt_variable_is_named_with_the_closest_setting(monkeypatch, capl
     monkeypatch.setenv("DEMOSERV_EXPORT_URL", "https://example.org/export.sql.gz")
     with caplog.at_level("WARNING"):
         create_app(instance_path=str(tmp_path))
-    warned = [r.getMessage() for r in caplog.records if r.name == "demoserv.factory"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "demoserv.web.factory"]
     assert (
         "DEMOSERV_DATABSE is not a setting of demoserv, and is ignored: did you mean "
         "DEMOSERV_DATABASE?"

@@ -23,15 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue import fetch, install, provenance
-from demoserv.catalogue.reporting import (
-    DOWNLOAD,
-    Retrying,
-    StageAdvanced,
-    StageFinished,
-    StageStarted,
-)
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader import fetch, install, provenance
+from demoserv.loader.reporting import DOWNLOAD, Retrying, StageAdvanced, StageFinished, StageStarted
+from demoserv.loader.sources import load_catalogue
 
 from .conftest import refusing_url, suite_app
 from .terminal import run_on_a_terminal
@@ -667,7 +661,7 @@ def test_a_signal_during_the_download_leaves_nothing(from_file, server, tmp_path
 
 
 def test_the_status_answer_shows_no_query_string(from_url, tmp_path):
-    from demoserv.catalogue.status import status
+    from demoserv.loader.status_facts import status
 
     target = served_copy(tmp_path, from_url[0])
     connection = sqlite3.connect(target)

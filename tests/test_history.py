@@ -1,4 +1,4 @@
-"""The history of changes kept at load (catalogue/history.py): successive loads of
+"""The history of changes kept at load (loader/history.py): successive loads of
 catalogue folders and of upstream exports, each compared with the detail records that
 the files themselves serve; an unchanged load, the history's retention, a file without
 a history, a built file, and what status says."""
@@ -12,10 +12,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from demoserv.catalogue import history, install, status
-from demoserv.catalogue.sources import LoadOptions, load_catalogue, load_source
+from demoserv.loader import history, install, status_facts
+from demoserv.loader.sources import LoadOptions, load_catalogue, load_source
 from demoserv.resources import RESOURCES
-from demoserv.stored import RecordCodec
+from demoserv.store.templates import RecordCodec
 
 from .test_upstream import SAMPLE
 
@@ -232,7 +232,7 @@ def test_a_file_without_a_history_starts_one(loads, tmp_path):
 
 
 def feed_rows(path):
-    """The feed's tables in the file at ``path`` (catalogue/feed.py), each in key order."""
+    """The feed's tables in the file at ``path`` (loader/feed.py), each in key order."""
     connection = sqlite3.connect(path)
     try:
         return {
@@ -305,13 +305,13 @@ def test_exports_with_a_renamed_releaser_and_an_edited_title(tmp_path):
 
 def test_status_shows_the_last_load_and_how_far_back_the_history_goes(loads):
     _, files, versions = loads
-    facts = status.status(files[1])
+    facts = status_facts.status(files[1])
     changes = facts["changes"]
     assert changes["last_load"]["version"] == versions[1]
     assert changes["last_load"]["counts"] == counted(expected_changes(files[0], files[1]))
     assert changes["since"]["version"] == versions[0]
-    text = "\n".join(status.lines(files[1], facts))
+    text = "\n".join(status_facts.lines(files[1], facts))
     assert "last changes:  productions +1 ~" in text
     assert f"history since: {changes['since']['loaded_at']} (version {versions[0]})" in text
-    first = "\n".join(status.lines(files[0], status.status(files[0])))
+    first = "\n".join(status_facts.lines(files[0], status_facts.status(files[0])))
     assert "last changes:  none: the history starts here" in first

@@ -8,7 +8,7 @@ import logging
 import pytest
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 from .openapi_check import SPEC
 from .test_server import Server
@@ -164,7 +164,7 @@ def test_one_access_line_per_request(client, caplog):
 def test_server_errors_are_logged_with_traceback_and_hidden_from_clients(
     app, client, caplog, monkeypatch
 ):
-    from demoserv.resources.answers import Serving
+    from demoserv.web.views.resources import Serving
 
     def broken(*args):
         raise RuntimeError("secret internals")

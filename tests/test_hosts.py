@@ -6,7 +6,7 @@ records whichever load built the file."""
 import shutil
 import sqlite3
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 
 def test_trusted_hosts_match_in_any_case(make_app, loaded_database):

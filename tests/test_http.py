@@ -183,7 +183,7 @@ def test_missing_trailing_slash_redirects_keeping_the_query(client, path, locati
 
 
 def test_unexpected_errors_are_json_500_without_internals(app, client, monkeypatch):
-    from demoserv.resources.answers import Serving
+    from demoserv.web.views.resources import Serving
 
     def broken(*args):
         raise RuntimeError("secret internals")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue.build import Builder
-from demoserv.catalogue.install import InstallError, building, install, previous_path
-from demoserv.catalogue.reporting import CatalogueError
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.build import Builder
+from demoserv.loader.install import InstallError, building, install, previous_path
+from demoserv.loader.reporting import CatalogueError
+from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
 
@@ -45,7 +45,7 @@ def two_catalogues(tmp_path_factory):
 
 
 def served_productions(database):
-    from demoserv.catalogue.install import served_counts
+    from demoserv.loader.install import served_counts
 
     return served_counts(database).get("productions")
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from demoserv import launcher
+from demoserv.server import launcher
 
 from .test_server import environment
 

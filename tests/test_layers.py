@@ -1,61 +1,162 @@
-"""Serving and loading meet only in the shared layer: in a fresh interpreter, the
-loader's entry points import nothing of Flask or werkzeug, and the serving modules
-import none of the loader's building code."""
+"""The packages' layers: each module of ``demoserv`` imports only modules of its own
+package or of the layers below it (``LAYERS``, as the package docstrings say), the
+modules import one another without a circle, and, in a fresh interpreter, the loader's
+entry points import nothing of Flask or werkzeug and the serving modules none of the
+loader's building code."""
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+PACKAGE = Path(__file__).resolve().parent.parent / "demoserv"
+
+# From the bottom up: a module may import its own layer and those before it.
+LAYERS = [
+    ["version", "byte_cache"],
+    ["store"],
+    ["api"],
+    ["resources"],
+    ["loader"],
+    ["settings"],
+    ["listings"],
+    ["web"],
+    ["server"],
+    ["cli"],
+    ["pytest_plugin", "__main__", ""],  # "": the package's face, demoserv/__init__.py
+]
+LAYER = {part: number for number, parts in enumerate(LAYERS) for part in parts}
+
+
+def modules():
+    """{module name: the demoserv modules it imports, anywhere in it}."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        package = name if is_package else name.rpartition(".")[0]
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    base = node.module or ""
+                if base.split(".")[0] != "demoserv":
+                    continue
+                for alias in node.names:  # a submodule, or a name of ``base``
+                    whole = f"{base}.{alias.name}"
+                    imported.add(whole if _exists(whole) else base)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names if a.name.split(".")[0] == "demoserv")
+        found[name] = imported - {name}
+    return found
+
+
+def _exists(name):
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def layer(module):
+    part = module.split(".")[1] if "." in module else ""
+    return LAYER[part]
+
+
+def test_every_module_has_a_layer():
+    assert {module.split(".")[1] if "." in module else "" for module in modules()} <= set(LAYER)
+
+
+def test_each_module_imports_only_its_layer_and_those_below():
+    upward = [
+        (module, imported)
+        for module, imports in modules().items()
+        for imported in sorted(imports)
+        if layer(imported) > layer(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle():
+    graph = modules()
+    circles, done = [], set()
+
+    def visit(module, path):
+        if module in path:
+            circles.append(path[path.index(module) :])
+            return
+        if module in done:
+            return
+        for imported in sorted(graph.get(module, ())):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in graph:
+        visit(module, [])
+    assert circles == []
+
+
+def test_the_check_sees_imports_where_they_are():
+    """Imports inside functions count (the face's), and relative ones resolve."""
+    found = modules()
+    assert {"demoserv.web.factory", "demoserv.cli.commands"} <= found["demoserv"]
+    assert "demoserv.store.tables" in found["demoserv.loader.build"]
+    assert layer("demoserv.loader.build") < layer("demoserv.web.factory")
+
+
 # What a load, an export or a check of a built file starts from.
 LOAD_ENTRY_POINTS = [
-    "demoserv.catalogue.sources",
-    "demoserv.catalogue.build",
-    "demoserv.catalogue.export",
-    "demoserv.catalogue.upstream",
-    "demoserv.catalogue.prebuilt",
-    "demoserv.catalogue.rows",
-    "demoserv.catalogue.scratch",
-    "demoserv.catalogue.resources",
-    "demoserv.catalogue.files",
-    "demoserv.catalogue.pgdump",
-    "demoserv.catalogue.fetch",
-    "demoserv.catalogue.install",
-    "demoserv.catalogue.adhoc",
-    "demoserv.catalogue.history",
-    "demoserv.catalogue.feed",
+    "demoserv.loader.sources",
+    "demoserv.loader.build",
+    "demoserv.loader.export",
+    "demoserv.loader.upstream",
+    "demoserv.loader.prebuilt",
+    "demoserv.loader.rows",
+    "demoserv.loader.scratch",
+    "demoserv.loader.resources",
+    "demoserv.loader.files",
+    "demoserv.loader.pgdump",
+    "demoserv.loader.fetch",
+    "demoserv.loader.install",
+    "demoserv.loader.adhoc_answers",
+    "demoserv.loader.history",
+    "demoserv.loader.feed",
     # The listing arrays are built at load: their builder was the layers' last exception.
-    "demoserv.listing_arrays",
+    "demoserv.store.listing_arrays",
 ]
 SERVING_MODULES = [
     "demoserv.resources",
-    "demoserv.resources.answers",
-    "demoserv.resources.root",
-    "demoserv.db",
-    "demoserv.openapi",
-    "demoserv.status",
-    "demoserv.pipeline",
-    "demoserv.filters",
-    "demoserv.ordering",
-    "demoserv.listing_index",
-    "demoserv.listing_cache",
-    "demoserv.listing_guard",
-    "demoserv.answer_cache",
-    "demoserv.adhoc",
-    "demoserv.changes",
+    "demoserv.web.views.resources",
+    "demoserv.web.views.root",
+    "demoserv.web.db",
+    "demoserv.web.views.openapi",
+    "demoserv.web.views.status",
+    "demoserv.web.pipeline",
+    "demoserv.api.filters",
+    "demoserv.api.ordering",
+    "demoserv.listings.columns",
+    "demoserv.listings.kept",
+    "demoserv.listings.guard",
+    "demoserv.web.kept_answers",
+    "demoserv.web.views.adhoc",
+    "demoserv.web.views.changes",
 ]
 BUILDING = [
-    "demoserv.catalogue.build",
-    "demoserv.catalogue.rows",
-    "demoserv.catalogue.upstream",
-    "demoserv.catalogue.scratch",
-    "demoserv.catalogue.sources",
-    "demoserv.catalogue.resources",
-    "demoserv.catalogue.resources.storage",
-    "demoserv.catalogue.files",
-    "demoserv.catalogue.pgdump",
-    "demoserv.catalogue.export",
+    "demoserv.loader.build",
+    "demoserv.loader.rows",
+    "demoserv.loader.upstream",
+    "demoserv.loader.scratch",
+    "demoserv.loader.sources",
+    "demoserv.loader.resources",
+    "demoserv.loader.resources.storage",
+    "demoserv.loader.files",
+    "demoserv.loader.pgdump",
+    "demoserv.loader.export",
 ]
 
 
@@ -102,7 +203,7 @@ def imported_after():
 def test_the_probe_sees_an_import():
     """The probe reports a prefix that the module does import (it would pass any check
     if it saw nothing)."""
-    assert "flask" in probe([("demoserv.factory", ["flask"])])["demoserv.factory"]
+    assert "flask" in probe([("demoserv.web.factory", ["flask"])])["demoserv.web.factory"]
 
 
 @pytest.mark.parametrize("module", LOAD_ENTRY_POINTS)
@@ -116,13 +217,13 @@ def test_the_serving_modules_import_no_building_code(imported_after, module):
 
 
 def test_the_server_and_the_launcher_import_neither_the_command_nor_the_app():
-    """serving.py serves the app it is given: it imports neither the command nor the
-    factory (no import circle with cli.py); the launcher imports nothing of the app."""
-    command_and_app = ["demoserv.cli", "demoserv.factory"]
+    """server/serving.py serves the app it is given: it imports neither the command nor the
+    factory (no import circle with cli/commands.py); the launcher imports nothing of the app."""
+    command_and_app = ["demoserv.cli.commands", "demoserv.web.factory"]
     found = probe(
         [
-            ("demoserv.serving", command_and_app),
-            ("demoserv.launcher", [*command_and_app, "flask", "waitress"]),
+            ("demoserv.server.serving", command_and_app),
+            ("demoserv.server.launcher", [*command_and_app, "flask", "waitress"]),
         ]
     )
-    assert found == {"demoserv.serving": [], "demoserv.launcher": []}
+    assert found == {"demoserv.server.serving": [], "demoserv.server.launcher": []}

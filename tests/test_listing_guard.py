@@ -2,14 +2,14 @@
 with at most ``QUEUE`` requests held for them; a client sending one request at a time is
 never turned away, whether the server runs one request at a time or many."""
 
-import ast
 import os
 import threading
-from pathlib import Path
 
 import pytest
 
-from demoserv import listing_cache, listing_guard, listing_index
+from demoserv.listings import columns as listing_columns
+from demoserv.listings import guard as listing_guard
+from demoserv.listings import kept as listing_kept
 
 NEW_LISTING = "/api/v1/productions/?released_since=1994-02-03"
 OTHER_NEW_LISTING = "/api/v1/productions/?released_before=1994-02-03"
@@ -25,7 +25,7 @@ READERS = (
 
 
 def kept(app):
-    return app.extensions[listing_cache.EXTENSION].keys()
+    return app.extensions[listing_kept.EXTENSION].keys()
 
 
 @pytest.mark.parametrize("multithread", [False, True], ids=["one-at-a-time", "threaded"])
@@ -56,7 +56,7 @@ class Gate:
         self.held, self.opened, self.submitted = threading.Event(), threading.Event(), []
         self.handed = threading.Semaphore(0)  # released at each listing handed over
         self.calls = 0
-        order = listing_index.Columns.order
+        order = listing_columns.Columns.order
 
         def held_order(columns, *args):
             self.calls += 1
@@ -64,7 +64,7 @@ class Gate:
             assert self.opened.wait(timeout=30)
             return order(columns, *args)
 
-        monkeypatch.setattr(listing_index.Columns, "order", held_order)
+        monkeypatch.setattr(listing_columns.Columns, "order", held_order)
         finder = guard._finder
 
         def counted_finder():
@@ -171,15 +171,3 @@ def test_each_app_has_its_own_guard(make_app, loaded_database):
     first, second = make_app(loaded_database), make_app(loaded_database)
     extension = listing_guard.EXTENSION
     assert first.extensions[extension] is not second.extensions[extension]
-
-
-def test_the_listing_arrays_built_at_load_import_nothing_of_flask():
-    """The catalogue build imports them: they belong to the layer loader and server share."""
-    source = Path(listing_guard.__file__).with_name("listing_arrays.py").read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." * node.level + (node.module or ""))
-    assert imported == {"functools", "numpy", "sqlalchemy", ".", ".shared"}

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue import build
-from demoserv.catalogue.build import Builder
-from demoserv.catalogue.export import export_catalogue
-from demoserv.catalogue.files import catalogue_files
-from demoserv.catalogue.reporting import CatalogueError, silent
-from demoserv.catalogue.resources import LOAD_ORDER
-from demoserv.catalogue.rows import Loader
-from demoserv.catalogue.scratch import Scratch
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import read_only_engine
+from demoserv.loader import build
+from demoserv.loader.build import Builder
+from demoserv.loader.export import export_catalogue
+from demoserv.loader.files import catalogue_files
+from demoserv.loader.reporting import CatalogueError, silent
+from demoserv.loader.resources import LOAD_ORDER
+from demoserv.loader.rows import Loader
+from demoserv.loader.scratch import Scratch
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
-from demoserv.shared import MAX_TEXT
+from demoserv.store.values import MAX_TEXT
+from demoserv.web.db import read_only_engine
 
 from . import oracle
 from .conftest import walk
@@ -488,9 +488,9 @@ def test_absent_files_mean_no_records(tmp_path):
 def test_cli_load_and_export(app, tmp_path, catalogue, catalogue_dir):
     database = tmp_path / "cli.sqlite3"
     app.config["DATABASE"] = str(database)
-    from demoserv import db
-    from demoserv.fingerprint import schema_version
     from demoserv.resources import RESOURCES
+    from demoserv.store.fingerprint import schema_version
+    from demoserv.web import db
 
     db.init_app(app, schema_version(RESOURCES))
     runner = app.test_cli_runner()
@@ -567,7 +567,7 @@ def test_colons_in_strings_are_not_duplicate_keys(tmp_path):
 
 
 def test_a_field_too_long_is_refused_early(served):
-    from demoserv.catalogue import files
+    from demoserv.loader import files
 
     database, bad = served
     title = "x" * (files.FIELD_LIMIT + 1)

@@ -111,8 +111,8 @@ def test_two_schemas_of_one_name_are_refused():
     from apispec.ext.marshmallow import MarshmallowPlugin
     from marshmallow import Schema, fields
 
-    from demoserv.openapi import _register
     from demoserv.resources import parties
+    from demoserv.web.views.openapi import _register
 
     spec = APISpec(title="t", version="1", openapi_version="3.1.0", plugins=[MarshmallowPlugin()])
     assert _register(spec, parties.resource.detail_schema) == "PartyDetail"
@@ -130,12 +130,12 @@ def test_the_document_and_the_status_facts_are_built_once(
 ):
     """The OpenAPI document once per app, whatever the address asked; the status page's
     facts once per served file and previous file."""
-    from demoserv import openapi
-    from demoserv.catalogue import status
-    from demoserv.catalogue.sources import load_catalogue
+    from demoserv.loader import status_facts
+    from demoserv.loader.sources import load_catalogue
+    from demoserv.web.views import openapi
 
     built = []
-    for module, name in ((openapi, "build"), (status, "status")):
+    for module, name in ((openapi, "build"), (status_facts, "status")):
         original = getattr(module, name)
 
         def counted(*args, original=original, name=name, **kwargs):

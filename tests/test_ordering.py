@@ -6,7 +6,7 @@ import sys
 import jsonschema_rs
 import pytest
 
-from demoserv import ordering
+from demoserv.api import ordering
 from demoserv.resources import RESOURCES
 
 from . import oracle
@@ -108,7 +108,7 @@ def test_name_order_puts_punctuation_then_digits_then_letters(client):
     ],
 )
 def test_sortable_title(title, key):
-    from demoserv.shared import sortable_title
+    from demoserv.store.values import sortable_title
 
     assert sortable_title(title) == key == oracle.expected_sortable_title(title)
 
@@ -182,18 +182,19 @@ def test_repeated_ordering_takes_the_last_value(client):
 
 
 def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
-    """Orders on several keys sort one integer a row (listing_index.Columns._combined_key);
+    """Orders on several keys sort one integer a row (listing_columns.Columns._combined_key);
     the lexicographic sort over the keys, which it stands in for, gives the same rows
     for every pair of keys in each direction, with and without a filter's mask."""
     import numpy as np
 
-    from demoserv import listing_index, ordering
-    from demoserv.db import get_database
+    from demoserv.api import ordering
+    from demoserv.listings import columns as listing_columns
+    from demoserv.web.db import get_database
 
     lexicographic = 0
     with app.app_context(), get_database().current().engine.connect() as connection:
         for resource in RESOURCES:
-            columns = listing_index.Columns(connection, resource)
+            columns = listing_columns.Columns(connection, resource)
             mask = np.arange(len(columns.ids)) % 3 != 1
             for first in resource.keys:
                 for second in resource.keys:
@@ -209,7 +210,7 @@ def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
                             combined = columns.order(parsed, chosen)
                             with monkeypatch.context() as patch:
                                 patch.setattr(
-                                    listing_index.Columns, "_combined_key", lambda *a: None
+                                    listing_columns.Columns, "_combined_key", lambda *a: None
                                 )
                                 expected = columns.order(parsed, chosen)
                             assert combined.tolist() == expected.tolist(), (resource.name, value)

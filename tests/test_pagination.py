@@ -4,9 +4,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from demoserv.pagination import remove_query_param, replace_query_param
 from demoserv.resources import BY_NAME
 from demoserv.resources.declaration import Resource
+from demoserv.web.pagination import remove_query_param, replace_query_param
 
 from . import oracle
 from .conftest import walk
@@ -96,7 +96,7 @@ def test_platforms_are_one_page_whatever_their_number(client, catalogue):
 
 
 def test_empty_listing_has_a_valid_first_page(make_app, tmp_path):
-    from demoserv.catalogue.sources import load_catalogue
+    from demoserv.loader.sources import load_catalogue
 
     source = tmp_path / "only-platforms"
     source.mkdir()

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from demoserv.catalogue.pgdump import LINE_LIMIT, PROGRESS_EVERY, DumpError, read_tables
-from demoserv.catalogue.reporting import FILE, StageAdvanced, StageFinished, StageStarted
+from demoserv.loader.pgdump import LINE_LIMIT, PROGRESS_EVERY, DumpError, read_tables
+from demoserv.loader.reporting import FILE, StageAdvanced, StageFinished, StageStarted
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
 

@@ -1,4 +1,4 @@
-"""The request pipeline (demoserv/pipeline.py), step by step: each step has a check of
+"""The request pipeline (demoserv/web/pipeline.py), step by step: each step has a check of
 what it does, and each check is shown to fail when its step is taken out."""
 
 import gc
@@ -10,9 +10,10 @@ import pytest
 from flask import g
 
 import demoserv
-import demoserv.factory
-from demoserv import SWITCH_INTERVAL, create_app, pipeline, serving_app
-from demoserv.catalogue.sources import load_catalogue
+import demoserv.web.factory
+from demoserv import SWITCH_INTERVAL, create_app, serving_app
+from demoserv.loader.sources import load_catalogue
+from demoserv.web import pipeline
 
 from .conftest import suite_app
 
@@ -37,7 +38,7 @@ def proxy_headers(make, caplog):
 def kept_answers(make, caplog):
     app = make()
     response = app.test_client().get("/api/v1/parties/")
-    kept = app.extensions["demoserv.answer_cache"]
+    kept = app.extensions["demoserv.web.kept_answers"]
     assert len(kept) == 1 and kept.kept_bytes > len(response.data)
 
 
@@ -102,11 +103,11 @@ CHECKS = {
     pipeline.proxy_headers: ("MIDDLEWARE", proxy_headers),
     pipeline.kept_answers: ("MIDDLEWARE", kept_answers),
     pipeline.request_limits.refuse_unusable: ("BEFORE", refuse_unusable),
-    pipeline.rendering.negotiate: ("BEFORE", negotiate),
-    pipeline.caching.answer_conditional: ("BEFORE", answer_conditional),
-    pipeline.rendering.represent: ("AFTER", represent),
-    pipeline.caching.label_fresh: ("AFTER", label_fresh),
-    pipeline.rendering.label: ("AFTER", label),
+    pipeline.negotiation.negotiate: ("BEFORE", negotiate),
+    pipeline.conditional.answer_conditional: ("BEFORE", answer_conditional),
+    pipeline.negotiation.represent: ("AFTER", represent),
+    pipeline.conditional.label_fresh: ("AFTER", label_fresh),
+    pipeline.negotiation.label: ("AFTER", label),
     pipeline.compression.compress: ("AFTER", compress),
     pipeline.db.close_connection: ("TEARDOWN", close_connection),
 }
@@ -166,7 +167,7 @@ def bare_logging(monkeypatch):
 def test_create_app_leaves_the_process_alone(loaded_database, monkeypatch):
     package = bare_logging(monkeypatch)
     calls = []
-    monkeypatch.setattr(demoserv.factory, "give_back_large_blocks", lambda: calls.append(1))
+    monkeypatch.setattr(demoserv.web.factory, "give_back_large_blocks", lambda: calls.append(1))
     frozen, interval = gc.get_freeze_count(), sys.getswitchinterval()
     app = create_app({"DATABASE": str(loaded_database), "SEED_DIR": ""})  # not TESTING
     assert not app.testing
@@ -180,7 +181,7 @@ def test_serving_app_sets_up_the_process(loaded_database, monkeypatch):
     monkeypatch.setenv("DEMOSERV_DATABASE", str(loaded_database))
     monkeypatch.setenv("DEMOSERV_SEED_DIR", "")
     calls = []
-    monkeypatch.setattr(demoserv.factory, "give_back_large_blocks", lambda: calls.append(1))
+    monkeypatch.setattr(demoserv.web.factory, "give_back_large_blocks", lambda: calls.append(1))
     interval = sys.getswitchinterval()
     try:
         serving_app()

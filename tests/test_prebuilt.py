@@ -8,9 +8,9 @@ import stat
 import pytest
 import zstandard
 
-from demoserv.catalogue.install import previous_path
-from demoserv.catalogue.prebuilt import install_built
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.install import previous_path
+from demoserv.loader.prebuilt import install_built
+from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
 

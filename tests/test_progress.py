@@ -1,11 +1,12 @@
-"""What a load's events become (progress.py): the command's display, with its bars on a
+"""What a load's events become (loader/progress.py): the command's display, with its bars on a
 terminal and without them elsewhere, and log lines. The bars on a real terminal:
 tests/test_load.py and tests/test_fetch.py."""
 
 import logging
 import re
 
-from demoserv.catalogue.reporting import (
+from demoserv.loader.progress import Display, DownloadLine, LogLines
+from demoserv.loader.reporting import (
     DOWNLOAD,
     FILE,
     STEP,
@@ -15,7 +16,6 @@ from demoserv.catalogue.reporting import (
     StageStarted,
     Warned,
 )
-from demoserv.progress import Display, DownloadLine, LogLines
 
 RETRY = Retrying(1, 6, "HTTP 503 Busy\x1b[2J", 2.0)
 WARNING = Warned("/srv/db.sqlite3: another load is running; waiting for it to finish")
@@ -96,10 +96,10 @@ def test_a_resumed_download_counts_from_what_it_has(capsys):
 
 
 def test_log_lines_say_each_stage_done_and_each_retry_and_warning(caplog):
-    with caplog.at_level(logging.INFO, logger="demoserv.catalogue"):
+    with caplog.at_level(logging.INFO, logger="demoserv.loader"):
         shown(LogLines(), LOAD)
     lines = [(record.levelname, record.getMessage()) for record in caplog.records]
-    assert {record.name for record in caplog.records} == {"demoserv.catalogue"}
+    assert {record.name for record in caplog.records} == {"demoserv.loader"}
     timed, said = lines[:3], lines[3:]
     assert all(re.search(r" in [0-9.]+ s$", text) for _, text in timed)
     assert [(level, text.rsplit(" in ", 1)[0]) for level, text in timed] == [

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
 
 from . import oracle

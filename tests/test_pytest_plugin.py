@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
 

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 
 from sqlalchemy import event
 
-from demoserv.db import get_database
 from demoserv.resources import RESOURCES
+from demoserv.web.db import get_database
 
 from . import oracle
 from .conftest import walk
@@ -95,7 +95,7 @@ def test_no_listing_query_scans_a_table(app, client):
 def test_pages_in_a_covered_order_read_only_the_rank_index(app, client):
     """Where a rank's index holds the records (tables.COVERED_RANKS), a page in that
     key's order reads that index alone, never the table."""
-    from demoserv.tables import COVERED_RANKS
+    from demoserv.store.tables import COVERED_RANKS
 
     engine = get_database().current().engine
     checked = 0

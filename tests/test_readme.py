@@ -1,6 +1,6 @@
 """README and the docs beside it (docs/*.md) document every query parameter the API takes:
 their tables name each one, for each listing that has it (the descriptions themselves
-live once, in parameters.py and the resource declarations, and OPTIONS and the OpenAPI
+live once, in api/parameters.py and the resource declarations, and OPTIONS and the OpenAPI
 document read them there); and every subcommand, setting and module. README stays short."""
 
 import re
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from demoserv import parameters
+from demoserv.api import parameters
 from demoserv.resources import RESOURCES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def test_every_common_parameter_is_in_the_parameter_table():
 
 
 def test_options_and_openapi_share_the_descriptions(client):
-    from demoserv.openapi import build
+    from demoserv.web.views.openapi import build
 
     spec = build()
     for resource in RESOURCES:
@@ -85,20 +85,24 @@ def test_options_and_openapi_share_the_descriptions(client):
 
 
 def test_the_architecture_block_names_every_module():
-    """Every module of the serving side (demoserv/*.py, demoserv/resources/*.py) and of
-    bench/ has its line in the architecture block (docs/architecture.md; a package's
-    modules by name)."""
+    """Every module of the package and of bench/ has its line in the architecture block
+    (docs/architecture.md), under its package's folder; the resources by name."""
     block = DOCS.split("## Architecture\n\n```\n", 1)[1].split("```", 1)[0]
     named = set(re.findall(r"[\w/]+\.py", block))
     root = Path(__file__).resolve().parent.parent
-    for path in (root / "demoserv").glob("*.py"):
-        assert f"demoserv/{path.name}" in named, f"README's architecture lacks {path.name}"
-    for path in [*(root / "demoserv" / "resources").glob("*.py"), *(root / "bench").glob("*.py")]:
-        assert path.name in named, f"README's architecture lacks {path.parent.name}/{path.name}"
+    for path in (root / "demoserv").rglob("*.py"):
+        package = path.parent.name
+        if path.name in ("__init__.py",) and package not in ("demoserv", "resources"):
+            assert f"  {package}/ " in block, f"the architecture lacks {package}/"
+            continue
+        assert path.name in named, f"the architecture lacks {package}/{path.name}"
+        assert f"{package}/" in block, f"the architecture lacks {package}/"
+    for path in (root / "bench").glob("*.py"):
+        assert path.name in named, f"the architecture lacks bench/{path.name}"
 
 
 def test_every_subcommand_is_documented():
-    from demoserv.cli import main
+    from demoserv.cli.commands import main
 
     for name in main.commands:
         assert f"`demoserv {name}" in DOCS, f"the docs lack demoserv {name}"

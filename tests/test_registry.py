@@ -5,12 +5,12 @@ registry, and this test fails when one of them leaves a resource out."""
 import pytest
 from sqlalchemy import func, select
 
-from demoserv.catalogue.build import SCRATCH_TABLES
-from demoserv.catalogue.export import export_catalogue
-from demoserv.catalogue.resources import LOAD_ORDER, LOADING
-from demoserv.db import read_only_engine
-from demoserv.openapi import build
+from demoserv.loader.build import SCRATCH_TABLES
+from demoserv.loader.export import export_catalogue
+from demoserv.loader.resources import LOAD_ORDER, LOADING
 from demoserv.resources import BY_NAME, NAMES, RESOURCES
+from demoserv.web.db import read_only_engine
+from demoserv.web.views.openapi import build
 
 from . import oracle
 
@@ -52,7 +52,7 @@ def test_every_resource_has_its_table_seed_docs_and_test_data(catalogue):
     test catalogue."""
     from pathlib import Path
 
-    from demoserv import tables
+    from demoserv.store import tables
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "docs" / "api.md").read_text(encoding="utf-8")
@@ -87,7 +87,7 @@ def test_every_resource_and_every_nested_list_is_loaded(loaded_database, catalog
 def test_every_resource_is_imported_from_the_upstream_export(tmp_path):
     """The upstream's sample export holds records of every resource: a resource left
     out of the import has none."""
-    from demoserv.catalogue.sources import load_catalogue
+    from demoserv.loader.sources import load_catalogue
 
     from .test_upstream import SAMPLE
 
@@ -123,7 +123,7 @@ def test_a_detail_record_nesting_records_not_built_yet_names_detail_needs(
 ):
     """A resource whose details nest another resource's list records and does not say
     so in detail_needs fails the build with a message that names the declaration."""
-    from demoserv.catalogue.sources import load_catalogue
+    from demoserv.loader.sources import load_catalogue
 
     monkeypatch.setattr(BY_NAME["bbses"], "detail_needs", frozenset({"releasers"}))
     with pytest.raises(RuntimeError, match=r"^bbses: its records nest productions .*detail_needs"):
@@ -132,7 +132,7 @@ def test_a_detail_record_nesting_records_not_built_yet_names_detail_needs(
 
 def test_every_ordering_key_has_its_sort_and_rank_columns():
     """A resource's ordering keys need their sort column and a rank_<key> column in its
-    table (tables.py), which the build fills and indexes."""
+    table (store/tables.py), which the build fills and indexes."""
     for resource in RESOURCES:
         for key, column in resource.keys.items():
             assert column in resource.table.c, (resource.name, key)
@@ -143,8 +143,8 @@ def test_every_relation_names_registered_resources_and_their_fields():
     """Each relation shown from both sides is declared once, between registered
     resources, on fields their record schemas read; the exporter leaves out exactly
     the sides a load derives."""
-    from demoserv.catalogue.export import OTHER_SIDE
-    from demoserv.catalogue.resources import RELATIONS, storage
+    from demoserv.loader.export import OTHER_SIDE
+    from demoserv.loader.resources import RELATIONS, storage
 
     declared = [relation for loading in LOADING.values() for relation in loading.relations]
     assert sorted(map(id, declared)) == sorted(map(id, RELATIONS))

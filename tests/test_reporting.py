@@ -1,16 +1,9 @@
-"""What a load reports, in order (catalogue/reporting.py): each file read as a stage,
+"""What a load reports, in order (loader/reporting.py): each file read as a stage,
 then each step of the build; an export's tables as it is read; what the install does
 not stop for. A download's stages and retries: tests/test_fetch.py."""
 
-from demoserv.catalogue.reporting import (
-    FILE,
-    STEP,
-    StageAdvanced,
-    StageFinished,
-    StageStarted,
-    Warned,
-)
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.reporting import FILE, STEP, StageAdvanced, StageFinished, StageStarted, Warned
+from demoserv.loader.sources import load_catalogue
 
 from .test_load import PRODUCTION, write_lines
 from .test_upstream import SAMPLE

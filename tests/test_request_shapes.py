@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
 

@@ -9,7 +9,9 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from demoserv import listing_arrays, listing_cache, listing_index
+from demoserv.listings import columns as listing_columns
+from demoserv.listings import kept as listing_kept
+from demoserv.store import listing_arrays
 
 from . import oracle
 from .conftest import suite_app, walk
@@ -168,7 +170,7 @@ def test_a_search_over_200_characters_is_a_400(client):
 
 
 def _kept(app):
-    return app.extensions[listing_cache.EXTENSION].keys()
+    return app.extensions[listing_kept.EXTENSION].keys()
 
 
 def test_equivalent_spellings_are_one_listing(app):
@@ -221,7 +223,7 @@ ALPHABET = "ab é$#ø\u00e6x\u4e2d\U0001f600"
 
 def _columns(texts):
     arrays = dict(listing_arrays.search_arrays([(i, text) for i, text in enumerate(texts)]))
-    columns = listing_index.Columns.__new__(listing_index.Columns)
+    columns = listing_columns.Columns.__new__(listing_columns.Columns)
     columns.arrays = arrays
     columns.ids = np.arange(len(texts), dtype=np.int64)
     columns._byte_counts = np.bincount(arrays["search:text"], minlength=256)

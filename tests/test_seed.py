@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.catalogue.link_classes import ARCHIVED
-from demoserv.catalogue.resources import LOAD_ORDER
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.link_classes import ARCHIVED
+from demoserv.loader.resources import LOAD_ORDER
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
 
 from . import oracle

@@ -8,15 +8,16 @@ import pytest
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
-from demoserv import addresses, links, stored
-from demoserv.catalogue import build
-from demoserv.catalogue.build import ReadModels
-from demoserv.catalogue.resources import LOADING
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import get_database
+from demoserv.loader import build
+from demoserv.loader.build import ReadModels
+from demoserv.loader.resources import LOADING
+from demoserv.loader.sources import load_catalogue
 from demoserv.resources import RESOURCES
-from demoserv.serialize import Built, compile_dumper
-from demoserv.shared import SERVICE_URL_FIELDS
+from demoserv.store import addresses, templates
+from demoserv.store.serialize import Built, compile_dumper
+from demoserv.store.values import SERVICE_URL_FIELDS
+from demoserv.web import address_style
+from demoserv.web.db import get_database
 
 from .conftest import SITE_URL
 
@@ -42,8 +43,8 @@ def schema_records(app, resource, fmt):
             LOADING[resource.name].complete(build, rows)
             LOADING[resource.name].complete_detail(build, rows)
     suffix = fmt[1:] if fmt.startswith(".") else ""
-    end = links.address_end(suffix, "" if suffix else fmt)
-    style = stored.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
+    end = address_style.address_end(suffix, "" if suffix else fmt)
+    style = templates.LinkStyle("http://localhost/api/v1/", end, SITE_URL)
     token = addresses.use_style(style)
     try:
         return {
@@ -116,7 +117,7 @@ def test_compiled_dumpers_equal_schema_dump(make_app, database_with_every_table)
                 ]
                 LOADING[resource.name].complete(build, rows)
                 LOADING[resource.name].complete_detail(build, rows)
-        token = addresses.use_style(stored.MARKERS)
+        token = addresses.use_style(templates.MARKERS)
         try:
             for schema in (resource.schema, resource.detail_schema):
                 dump = compile_dumper(schema)
@@ -170,7 +171,7 @@ def test_built_records_are_nested_as_their_json_by_their_own_schema_only():
 def test_stored_templates_keep_text_that_looks_like_their_keys():
     """Records are stored as %-templates: text holding %, a template key or the field
     name comes back as it was, and only the markers and the field's key change."""
-    from demoserv.stored import LinkStyle, RecordCodec, resolver
+    from demoserv.store.templates import LinkStyle, RecordCodec, resolver
 
     text = 'a 100% demo: %(A)b %%(N)b %s \\u0000A "service_url": %'
     with_markers = LinkStyle("\x00A", "\x00F", "\x00S")

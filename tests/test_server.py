@@ -8,8 +8,8 @@ import urllib.request
 
 import pytest
 
-from demoserv import launcher
-from demoserv.catalogue.sources import load_catalogue
+from demoserv.loader.sources import load_catalogue
+from demoserv.server import launcher
 
 from . import catalogue_factory, installed, oracle
 from .conftest import SITE_URL

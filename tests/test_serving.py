@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from waitress.adjustments import Adjustments
 
-from demoserv import create_app, launcher, serving
-from demoserv.cli import serve_main
+from demoserv import create_app
+from demoserv.cli.commands import serve_main
+from demoserv.server import launcher, serving
 
 from .conftest import SITE_URL
 from .test_server import Checked, environment

@@ -14,12 +14,12 @@ from urllib.parse import unquote
 
 import pytest
 
-from demoserv.catalogue.export import export_catalogue
-from demoserv.catalogue.pgdump import LINE_LIMIT
-from demoserv.catalogue.reporting import CatalogueError
-from demoserv.catalogue.sources import load_catalogue
-from demoserv.db import read_only_engine
-from demoserv.shared import MAX_TEXT, sortable_title
+from demoserv.loader.export import export_catalogue
+from demoserv.loader.pgdump import LINE_LIMIT
+from demoserv.loader.reporting import CatalogueError
+from demoserv.loader.sources import load_catalogue
+from demoserv.store.values import MAX_TEXT, sortable_title
+from demoserv.web.db import read_only_engine
 
 from .conftest import DECLARED_PAGE_SIZES, page_sizes, suite_app
 from .test_load import record_facts

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from demoserv import __version__
-from demoserv.openapi import build
+from demoserv.web.views.openapi import build
 
 from .conftest import suite_app
 from .installed import run_installed

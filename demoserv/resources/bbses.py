@@ -2,7 +2,8 @@
 
 from marshmallow import Schema, fields
 
-from .. import filters, tables
+from ..api import filters
+from ..store import tables
 from .declaration import Resource
 from .summaries import (
     NAMED_DETAIL_HEAD,

@@ -1,14 +1,14 @@
 """A resource's serving declaration: plain data that its module fills in — name, title,
 tables, ordering keys, filters, page size and output schemas — which the answers
-(``answers.py``), OPTIONS and the OpenAPI document serve by, and which the build ranks,
+(``web/views/resources.py``), OPTIONS and the OpenAPI document serve by, and which the build ranks,
 indexes and dumps records by. Imports nothing of Flask. How its records are loaded is
-declared beside it, in ``catalogue/resources/<name>.py``."""
+declared beside it, in ``loader/resources/<name>.py``."""
 
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from .. import ordering
+from ..api import ordering
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,9 @@
 """Party series: the recurring events that parties are editions of."""
 
-from .. import filters, tables
+from ..api import filters
+from ..store import tables
 from .declaration import Resource
-from .summaries import (
-    PartySchema,
-    PartySeriesSchema,
-    nested_list,
-)
+from .summaries import PartySchema, PartySeriesSchema, nested_list
 
 
 class PartySeriesDetailSchema(PartySeriesSchema):

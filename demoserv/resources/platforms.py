@@ -1,6 +1,7 @@
 """Platforms: computer and console systems and software environments, one page."""
 
-from .. import filters, tables
+from ..api import filters
+from ..store import tables
 from .declaration import Resource
 from .summaries import PlatformSchema
 

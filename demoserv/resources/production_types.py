@@ -1,6 +1,7 @@
 """Production types: Demo, Intro, Tracked Music, Graphics, ... each with its supertype."""
 
-from .. import filters, tables
+from ..api import filters
+from ..store import tables
 from .declaration import Resource
 from .summaries import ProductionTypeSchema
 

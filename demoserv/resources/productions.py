@@ -4,15 +4,10 @@ credits, links, screenshots, parties and competition placings."""
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
-from .. import filters, tables
+from ..api import filters
+from ..store import tables
 from .declaration import Resource
-from .summaries import (
-    LinkSchema,
-    NickSchema,
-    PartySchema,
-    ProductionSchema,
-    nested_list,
-)
+from .summaries import LinkSchema, NickSchema, PartySchema, ProductionSchema, nested_list
 
 
 class CreditSchema(Schema):

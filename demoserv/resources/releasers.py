@@ -6,8 +6,9 @@ import functools
 from marshmallow import Schema, fields
 from sqlalchemy import literal_column, or_, select
 
-from .. import filters, tables
-from ..addresses import site_url
+from ..api import filters
+from ..store import tables
+from ..store.addresses import site_url
 from .declaration import Resource, SubListing
 from .summaries import (
     NAMED_DETAIL_HEAD,

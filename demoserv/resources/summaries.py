@@ -4,8 +4,8 @@ that build a record's addresses. Output shapes, shared by the answers and the bu
 
 from marshmallow import Schema, fields
 
-from ..addresses import api_url, site_url
-from ..shared import SECTIONS
+from ..store.addresses import api_url, site_url
+from ..store.values import SECTIONS
 
 URL = {"type": "string", "format": "uri"}  # how an address field is documented
 # The first fields of a named record's detail, in the upstream's order.

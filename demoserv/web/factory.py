@@ -1,0 +1,144 @@
+"""The app: ``create_app`` (configuration, then the serving side's parts) and
+``serving_app`` (what a server process adds, the seed catalogue's build on a first start
+among it): the one module that wires the serving side and the loader together. The
+package's face finds both here and adds the commands (``demoserv.create_app``)."""
+
+import ctypes
+import gc
+import logging
+import os
+import sys
+from pathlib import Path
+
+from flask import Flask
+
+from .. import settings
+from ..listings import guard, kept
+from ..loader import progress, provenance
+from ..loader.install import InstallError
+from ..loader.reporting import CatalogueError
+from ..loader.sources import load_catalogue
+from ..resources import NAMES, RESOURCES
+from ..store.fingerprint import schema_version
+from . import access_log, db, error_handlers, negotiation, pipeline
+from .kept_answers import KeptAnswers
+from .views import adhoc, changes, openapi, resources, root, status
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = settings.DEFAULTS
+
+
+# Seconds a thread may hold the interpreter while others want it (Python's default: 5 ms).
+# A request waits about that long each time it needs the interpreter back from a
+# thread that is finding a new listing; a page takes 1 to 2 ms.
+SWITCH_INTERVAL = 0.001
+
+# Allocations of at least this many bytes are mapped from the system each time and given
+# back when freed (glibc's M_MMAP_THRESHOLD, fixed, so glibc no longer raises it). Finding
+# a listing allocates temporary arrays of megabytes on whichever server thread runs it;
+# under glibc's rising threshold each thread's arena kept them after use, and the
+# server's resident memory grew by about 100 MB at full size.
+MMAP_THRESHOLD = 128 * 1024
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def give_back_large_blocks(libc=None):
+    """Fix the C library's mmap threshold at ``MMAP_THRESHOLD`` (glibc's ``mallopt``);
+    False where the C library has no ``mallopt`` (it then keeps its own policy)."""
+    if libc is None:
+        try:
+            libc = ctypes.CDLL(None)
+        except OSError:
+            return False
+    mallopt = getattr(libc, "mallopt", None)
+    return mallopt is not None and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+
+
+def create_app(test_config=None, instance_path=None, database=None, kept_answers_class=None):
+    """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
+    environment variables; a test config replaces the last two. ``instance_path``
+    replaces the checkout's ``instance/`` folder, ``database`` (``--database``) the
+    ``DATABASE`` setting; ``kept_answers_class`` replaces ``KeptAnswers`` (the tests'
+    seam: one that answers each request twice). A bad setting raises
+    ``settings.SettingError``."""
+    # Named after the package, whose folder is the app's root (instance/ beside it).
+    app = Flask("demoserv", instance_path=instance_path, instance_relative_config=True)
+    app.config.from_mapping(DEFAULTS)
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+        app.config.from_prefixed_env("DEMOSERV")
+    else:
+        app.config.from_mapping(test_config)
+    if database is not None:
+        app.config["DATABASE"] = str(database)
+    config_file = os.path.join(app.instance_path, "config.py") if test_config is None else None
+    settings.check(app.config, config_file)
+    if test_config is None:
+        for warning in settings.unknown_variables(os.environ):
+            log.warning(warning)
+    app.config["DATABASE"] = str(db.resolve_database(app.config["DATABASE"], app.instance_path))
+    try:
+        os.makedirs(app.instance_path, exist_ok=True)
+    except OSError as error:
+        # Needed only for the seed catalogue, which reports its own failure.
+        log.warning("%s: %s", app.instance_path, error.strerror)
+
+    app.kept_answers_class = kept_answers_class or KeptAnswers
+    error_handlers.init_app(app)
+    db.init_app(app, schema_version(RESOURCES))
+    guard.init_app(app)
+    kept.init_app(app)
+    negotiation.init_app(app)
+    pipeline.init_app(app)
+    for blueprint in (root.blueprint(NAMES), *resources.blueprints(RESOURCES)):
+        app.register_blueprint(blueprint)
+    app.register_blueprint(adhoc.bp)
+    app.register_blueprint(openapi.bp)
+    app.register_blueprint(status.bp)
+    app.register_blueprint(changes.bp)
+    return app
+
+
+def serving_app(database=None, catalogue=None):
+    """The app as a server process runs it (``demoserv serve``, ``waitress-serve --call
+    demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
+    process, which ``create_app`` leaves alone: the log on standard error (unless
+    logging is configured already); the database built from the seed catalogue on the
+    first start (``build_from_seed``); what start-up allocated kept out of the cyclic
+    collector's full passes, which would otherwise walk it while serving; a shorter
+    interpreter switch interval (``SWITCH_INTERVAL``); and large blocks given back to
+    the system when freed (``give_back_large_blocks``). ``database`` (``--database``)
+    replaces the DATABASE setting, ``catalogue`` (the folder ``--catalogue`` names) the
+    seed catalogue."""
+    app = create_app(database=database)
+    access_log.configure(app)
+    build_from_seed(app, catalogue)
+    gc.freeze()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    give_back_large_blocks()
+    return app
+
+
+def build_from_seed(app, catalogue=None):
+    """Build the database from the seed catalogue (``SEED_DIR``) when it does not exist:
+    the first start of a server. ``catalogue``, a folder given in place of the seed, is
+    loaded also when the database was loaded from another source. Commands that only
+    read never call it."""
+    path = db.database_path(app)
+    seed = app.config["SEED_DIR"] if catalogue is None else str(catalogue)
+    if not seed:
+        return
+    if os.path.lexists(path):
+        if catalogue is None or provenance.read(path).get("path") == str(Path(seed).resolve()):
+            return
+    if not os.path.isdir(seed):
+        log.warning("no database at %s and no seed catalogue at %s", path, seed)
+        return
+    try:
+        counts, _ = load_catalogue(seed, path, progress.LogLines())
+    except (CatalogueError, InstallError) as error:
+        # One line, and the server starts: it answers 503 until a catalogue is loaded.
+        log.error("cannot build the catalogue from the seed catalogue %s: %s", seed, error)
+        return
+    log.info("built %s from the catalogue %s: %s", path, seed, progress.counts(counts))

@@ -1,0 +1,315 @@
+"""How responses under the API prefix are negotiated, encoded and labelled.
+
+- ``format=api`` or ``format=json`` is accepted (the body is JSON either way, and every
+  ``url`` in it carries the suffix); ``format=jsonp`` answers JSONP; any other value is a
+  400. A format suffix on the path (``/productions.json``, ``/productions/1.api``) means
+  what ``format=`` means, and wins over it; every ``url`` then ends with the suffix in
+  place of its trailing slash.
+- Without ``format``, an ``Accept`` header that admits JSON gets JSON (indented by N
+  spaces for ``application/json; indent=N``, 1 to 8); one that admits only
+  ``application/javascript`` gets JSONP; any other gets a 406.
+- JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as
+  ``application/javascript``, the name from ``callback=`` (default ``callback``): a
+  dotted JavaScript identifier of at most 100 characters, anything else a 400, so that
+  no request makes the service emit script of its choosing. Only 200 answers are
+  wrapped; errors stay JSON.
+- Every response under the prefix, errors and redirects included, carries ``Allow``,
+  ``Content-Type: application/json`` (JSONP answers: ``application/javascript``),
+  ``Vary: Accept`` and CORS headers that let any origin read it; every response carries
+  ``X-Content-Type-Options``.
+"""
+
+import re
+from functools import cached_property
+from urllib.parse import quote
+
+import orjson
+from flask import Request, Response, request
+from flask.json.provider import JSONProvider
+from werkzeug.routing import RequestRedirect
+
+from .error_handlers import APIError
+
+API_PREFIX = "/api/v1"
+# The upstream's plain views (adhoc.py): their own bytes and types, this pipeline's
+# errors, caching, compression and CORS.
+ADHOC_PREFIX = "/api/adhoc"
+DOCS_PATH = API_PREFIX + "/docs/"  # the one HTML page under the prefix
+FORMATS = ("api", "json", "jsonp")
+# Formats a path may carry as a suffix (``/productions.json``), and the name of the view
+# argument that holds it.
+PATH_FORMATS = ("json", "api")
+PATH_FORMAT_ARG = "format_suffix"
+PATH_FORMAT = f"<any({', '.join(PATH_FORMATS)}):{PATH_FORMAT_ARG}>"
+ALLOW = "GET, HEAD, OPTIONS"
+JSON_TYPE = "application/json"
+JAVASCRIPT_TYPE = "application/javascript"
+JSONP_CONTENT_TYPE = "application/javascript; charset=utf-8"
+DEFAULT_CALLBACK = "callback"
+CALLBACK = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+MAX_CALLBACK = 100
+MAX_INDENT = 8
+_LINE_SEPARATOR = "\u2028".encode()
+_PARAGRAPH_SEPARATOR = "\u2029".encode()
+_LEADING_SPACES = re.compile(rb"^((?:  )+)", re.MULTILINE)
+
+
+class APIResponse(Response):
+    """Werkzeug drops entity headers from a 304; the API keeps Allow, Content-Type and
+    Last-Modified on every answer, as its contract asks."""
+
+    def get_wsgi_headers(self, environ):
+        headers = super().get_wsgi_headers(environ)
+        if self.status_code == 304:
+            for name in ("Allow", "Content-Type", "Last-Modified"):
+                if name in self.headers and name not in headers:
+                    headers[name] = self.headers[name]
+        return headers
+
+
+class APIRequest(Request):
+    """A request and the state the pipeline gives it (on the request itself, never on
+    ``g``, which a test client may share between requests). The host is kept as the
+    client sent it: Werkzeug's own addresses (url_root, base_url) decode punycode."""
+
+    #: The ``format`` parameter asked for ("" for none), set by ``negotiate``.
+    response_format = ""
+    #: The format suffix of the path ("json", "api"; "" for none), set by ``negotiate``.
+    path_format = ""
+    #: The JSONP callback name when the answer is JSONP, else None.
+    callback = None
+    #: Spaces of indentation of a JSON answer (None: compact).
+    indent = None
+    #: This answer's ETag while it can still be a 200, set by ``caching``.
+    etag = None
+
+    @property
+    def trusted_hosts(self):
+        """None, whatever ``TRUSTED_HOSTS`` holds: Flask's own check of the Host header
+        compares case, so ``request_limits.refuse_unusable`` checks it instead."""
+        return None
+
+    @trusted_hosts.setter
+    def trusted_hosts(self, hosts):
+        pass  # Flask hands TRUSTED_HOSTS to every request; request_limits reads the config itself
+
+    @cached_property
+    def site_root(self):
+        """``scheme://host[/script root]``, the host exactly as sent."""
+        return f"{self.scheme}://{self.host}{quote(self.root_path)}"
+
+    @cached_property
+    def address(self):
+        """The request's URL without its query, the host exactly as sent."""
+        return self.site_root + quote(self.path)
+
+
+class OrjsonProvider(JSONProvider):
+    """Flask's JSON provider on orjson: several times faster on large pages."""
+
+    def dumps(self, obj, **kwargs):
+        return orjson.dumps(obj).decode()
+
+    def loads(self, s, **kwargs):
+        return orjson.loads(s)
+
+    def response(self, *args, **kwargs):
+        obj = self._prepare_response_obj(args, kwargs)
+        return self._app.response_class(orjson.dumps(obj), mimetype=JSON_TYPE)
+
+
+def last_arg(name):
+    """A query parameter's last value, as Django's QueryDict.get gives it, or None."""
+    values = request.args.getlist(name)
+    return values[-1] if values else None
+
+
+def under_api_prefix():
+    """Whether the request is for anything under the prefix: the API and its docs."""
+    path = request.path
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def under_adhoc_prefix():
+    return request.path.startswith(ADHOC_PREFIX + "/")
+
+
+def is_api_request():
+    """Whether the request is for the JSON API: everything under the prefix but the
+    docs page."""
+    return under_api_prefix() and request.path != DOCS_PATH
+
+
+def response_format():
+    """The requested ``format`` value ("" when none)."""
+    return request.response_format
+
+
+def negotiate():
+    if not is_api_request():
+        return
+    path_format = (request.view_args or {}).get(PATH_FORMAT_ARG, "")
+    requested = last_arg("format") or ""
+    if requested and requested not in FORMATS:
+        raise APIError(
+            400,
+            f'Invalid value for "format": expected one of {", ".join(FORMATS)}.',
+        )
+    # A format suffix decides the format, whatever format= says (as upstream).
+    requested = "" if path_format else requested
+    request.response_format = requested
+    request.path_format = path_format
+    fmt = path_format or requested
+    if fmt == "jsonp":
+        request.callback = _callback()
+        return
+    accepted, parameters = _accepted(JSON_TYPE)
+    if accepted:
+        request.indent = _indent(parameters)
+    elif not fmt and _names_javascript():
+        request.callback = _callback()
+    elif not fmt and not isinstance(request.routing_exception, RequestRedirect):
+        raise APIError(406)  # a redirect is not an answer to negotiate
+
+
+def _callback():
+    """The JSONP callback name ``callback=`` gives (400 if it could be other script)."""
+    name = last_arg("callback") or DEFAULT_CALLBACK
+    if len(name) > MAX_CALLBACK or not CALLBACK.fullmatch(name):
+        raise APIError(
+            400,
+            'Invalid value for "callback": expected a JavaScript function name (letters, '
+            f"digits, _ and $, parts separated by dots), at most {MAX_CALLBACK} characters.",
+        )
+    return name
+
+
+def _indent(parameters):
+    """The indentation ``indent=N`` asks for: 1 to MAX_INDENT, else None (compact)."""
+    value = parameters.get("indent", "")
+    if value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_INDENT:
+        return int(value)
+    return None
+
+
+def _names_javascript():
+    """Whether the Accept header names ``application/javascript`` itself (not through
+    ``*/*``, which a client that wants only JSON may send too) with a non-zero quality."""
+    header = request.headers.get("Accept", "")
+    return JAVASCRIPT_TYPE in header.lower() and _accepted(JAVASCRIPT_TYPE, exact=True)[0]
+
+
+def _accepted(media_type, exact=False):
+    """Whether the Accept header admits ``media_type`` (an ``application/...`` type),
+    and the parameters of the media range that decided it: the most specific range that
+    matches (exact, then ``application/*``, then ``*/*``) has a non-zero quality.
+    Parameters other than q (``charset=utf-8``, ``indent=4``) do not matter to that."""
+    header = request.headers.get("Accept", "").strip()
+    if not header:
+        return True, {}
+    specificity = (
+        {media_type: 3} if exact else {media_type: 3, "application/*": 2, "*/*": 1, "*": 1}
+    )
+    best, quality, chosen = 0, 0.0, {}
+    for media_range in header.split(","):
+        kind, *parameters = (part.strip() for part in media_range.split(";"))
+        rank = specificity.get(kind.lower(), 0)
+        if rank <= best:
+            continue
+        best, quality, chosen = rank, 1.0, {}
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            name = name.strip().lower()
+            chosen[name] = value.strip().strip('"')
+            if name == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+    return quality > 0, chosen
+
+
+def indented(body, indent):
+    """The JSON ``body`` indented by ``indent`` spaces a level, as the upstream indents
+    (Python's ``json.dumps(..., indent=N, ensure_ascii=False, separators=(",", ": "))``,
+    U+2028 and U+2029 escaped by ``represent``). orjson indents by two; a JSON text holds
+    no raw newline inside a string, so re-indenting its lines is exact. The cost is
+    linear in the body, which a page bounds (100 records)."""
+    body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
+    if indent != 2:
+        body = _LEADING_SPACES.sub(lambda match: b" " * (len(match[1]) // 2 * indent), body)
+    return body
+
+
+def escape_line_separators(body):
+    """``body`` with U+2028 and U+2029 written ``\\u2028`` and ``\\u2029``, as the
+    upstream's framework writes them: JavaScript engines before ES2019 end a line at
+    either, so a JSONP script holding them raw does not run. In JSON they can stand only
+    inside strings, where the escape means the same character."""
+    if _LINE_SEPARATOR not in body and _PARAGRAPH_SEPARATOR not in body:
+        return body  # the usual case: one scan each, no copy
+    return body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
+
+
+def represent(response):
+    """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented; and
+    line separators escaped in every one."""
+    if not is_api_request() or response.mimetype != JSON_TYPE:
+        return response
+    original = body = response.get_data()
+    if request.callback is not None:
+        if response.status_code == 200:
+            body = request.callback.encode() + b"(" + body + b");"
+            response.headers["Content-Type"] = JSONP_CONTENT_TYPE
+    elif request.indent and body and not 300 <= response.status_code < 400:
+        body = indented(body, request.indent)
+    body = escape_line_separators(body)
+    if body is not original:  # most answers: neither wrapped, indented nor escaped
+        response.set_data(body)
+    return response
+
+
+def representation_key():
+    """What, beside the URL, makes one answer's bytes differ from another's: the
+    Accept-negotiated form (JSONP and its callback, or the indentation)."""
+    if request.callback is not None:
+        return f"jsonp:{request.callback}"
+    return f"json:{request.indent or 0}"
+
+
+def label(response):
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    if response.location and response.mimetype != JSON_TYPE:
+        # Werkzeug's redirects have an HTML body; give them the API's shape.
+        response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
+        response.headers["Content-Type"] = JSON_TYPE
+    if under_adhoc_prefix():
+        response.headers["Allow"] = ALLOW
+        return _allow_any_origin(response)
+    if not under_api_prefix():
+        return response
+    response.headers["Allow"] = ALLOW
+    if is_api_request():  # the docs page is HTML
+        jsonp = request.callback is not None and response.status_code in (200, 304)
+        response.headers["Content-Type"] = JSONP_CONTENT_TYPE if jsonp else JSON_TYPE
+    response.vary.add("Accept")
+    return _allow_any_origin(response)
+
+
+def _allow_any_origin(response):
+    """CORS: any origin may read the API; a preflight (OPTIONS) learns what it may send."""
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Expose-Headers"] = "ETag, Last-Modified, X-Catalogue-Version"
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        response.headers["Access-Control-Allow-Methods"] = ALLOW
+        requested = request.headers.get("Access-Control-Request-Headers")
+        if requested:
+            response.headers["Access-Control-Allow-Headers"] = requested
+        response.headers["Access-Control-Max-Age"] = "86400"
+    return response
+
+
+def init_app(app):
+    app.request_class = APIRequest
+    app.response_class = APIResponse
+    app.json = OrjsonProvider(app)

@@ -1,0 +1,106 @@
+"""Page numbers, slices and the page envelope: the only code that reads ``page`` or
+builds ``next``/``previous``.
+
+As in Django REST Framework: pages start at 1; an empty ``page`` is page 1 and
+``page=last`` the last page; a repeated ``page`` takes its last value; anything else
+that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1 of an
+empty listing is a valid empty page. Links keep every other query parameter, sorted by
+name (each kept as the client wrote it), and the link to page 1 carries no ``page``
+parameter.
+"""
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
+
+import orjson
+from flask import request
+
+from .error_handlers import APIError
+from .negotiation import last_arg
+
+_QUERY_SAFE = "!$&'()*+,/:;=?@%~"
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int
+    count: int  # records in the whole listing
+    size: int  # records per page (the whole listing for an unpaged one)
+
+    @property
+    def start(self):
+        return (self.number - 1) * self.size
+
+    @property
+    def stop(self):
+        return min(self.number * self.size, self.count)
+
+    @property
+    def last(self):
+        return max(1, -(-self.count // self.size))
+
+
+def current_page(count, size):
+    """The page the request asks for in a listing of ``count`` records, ``size`` a page
+    (the resource's ``page_size``; None: the listing is served whole in one page)."""
+    size = size or max(count, 1)
+    last = Page(1, count, size).last
+    value = last_arg("page")
+    if not value:
+        number = 1
+    elif value == "last":
+        number = last
+    # No listing has 10**18 pages; the length check also keeps int() cheap.
+    elif _DIGITS.fullmatch(value) and len(value) <= 18 and 1 <= int(value) <= last:
+        number = int(value)
+    else:
+        raise APIError(404, "Invalid page.")
+    return Page(number, count, size)
+
+
+def envelope_json(page, results):
+    """The page as the API answers it, as JSON: count, next, previous, and ``results``
+    (a JSON array, already encoded)."""
+    # The query as the client sent it (request.url would re-encode it), made URL-safe.
+    query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
+    url = request.address + (f"?{query}" if query else "")
+    if page.number < page.last:
+        next_url = replace_query_param(url, "page", page.number + 1)
+    else:
+        next_url = None
+    if page.number == 1:
+        previous_url = None
+    elif page.number == 2:
+        previous_url = remove_query_param(url, "page")
+    else:
+        previous_url = replace_query_param(url, "page", page.number - 1)
+    head = orjson.dumps({"count": page.count, "next": next_url, "previous": previous_url})
+    return head[:-1] + b',"results":' + results + b"}"
+
+
+def replace_query_param(url, key, value):
+    """``url`` with ``key`` set to ``value`` alone, query parameters sorted by name."""
+    scheme, netloc, path, query, fragment = urlsplit(url)
+    pieces = [piece for piece in _pieces(query) if piece[0] != key]
+    pieces.append((key, f"{quote(key)}={quote(str(value))}"))
+    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+
+
+def remove_query_param(url, key):
+    """``url`` without ``key``, the other query parameters sorted by name."""
+    scheme, netloc, path, query, fragment = urlsplit(url)
+    pieces = [piece for piece in _pieces(query) if piece[0] != key]
+    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+
+
+def _pieces(query):
+    """(decoded name, piece as sent) for each parameter: links keep every other
+    parameter exactly as the client wrote it, undecodable bytes included."""
+    return [(unquote_plus(piece.partition("=")[0]), piece) for piece in query.split("&") if piece]
+
+
+def _join(pieces):
+    # A stable sort keeps the order of a repeated parameter's values.
+    return "&".join(piece for _, piece in sorted(pieces, key=lambda item: item[0]))

@@ -1,0 +1,234 @@
+"""How a resource is served: its list, detail, sub-listing and OPTIONS answers, read from
+the records built at load (the read models: see ``loader/build.py``), and the routes
+to them — every resource's views, derived from its declaration (``declaration.py``)."""
+
+import functools
+
+import orjson
+from flask import Blueprint, current_app, request
+from sqlalchemy import bindparam, select
+
+from ...api import filters, ordering
+from ...api.parameters import RENDERING, describe_parameters
+from ...store.values import MAX_ID
+from .. import pagination
+from ..address_style import request_resolver
+from ..db import get_catalogue, get_connection
+from ..error_handlers import APIError
+from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
+
+RECORD_ID = f"<int(min=1, max={MAX_ID}):record_id>"
+CHUNK = 5000  # ids bound in one query: within SQLite's limit on parameters
+
+
+def parse_fields(value):
+    """The field names ``fields=a,b,c`` asks for, or None for every field."""
+    if not value:
+        return None
+    return frozenset(name.strip() for name in value.split(","))
+
+
+def json_response(body):
+    return current_app.response_class(body, mimetype=JSON_TYPE)
+
+
+def options_body(name, description, parameters=RENDERING):
+    """The body of an OPTIONS answer (the upstream's, Django REST Framework's, metadata)."""
+    return {
+        "name": name,
+        "description": description,
+        "renders": [JSON_TYPE],
+        "parses": [],
+        "parameters": parameters,
+    }
+
+
+def fetch_docs(connection, statement, ids, expand):
+    """The records ``ids`` (as ``statement``, which takes ``ids``, finds (id, doc)), in
+    that order, each stored record turned into its template by ``expand``."""
+    ids = [int(record_id) for record_id in ids]
+    docs = []
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        found = dict(connection.execute(statement, {"ids": chunk}).all())
+        docs += [expand(found[record_id]) for record_id in chunk]
+    return docs
+
+
+def render(docs, only=None):
+    """A JSON array of the records ``docs`` (built with link markers) as this request
+    sees them: its addresses, field name and field selection."""
+    body = request_resolver()(b"[" + b",".join(docs) + b"]")
+    if only is None:
+        return body
+    return orjson.dumps(
+        [
+            {name: value for name, value in record.items() if name in only}
+            for record in orjson.loads(body)
+        ]
+    )
+
+
+class Serving:
+    """The answers of a resource, from its declaration (``declaration.Resource``)."""
+
+    def __init__(self, resource):
+        self.resource = resource
+        self.list_fields = frozenset(self._output_names(resource.schema))
+        self._rank_statements = {}
+        ids = bindparam("ids", expanding=True)
+        table = resource.table
+        self.docs_statement = select(table.c.id, table.c.doc).where(table.c.id.in_(ids))
+        details = resource.details_table if resource.details_table is not None else table
+        self.detail_docs_statement = select(details.c.id, details.c.doc).where(
+            details.c.id.in_(ids)
+        )
+        self.detail_statement = select(details.c.doc).where(details.c.id == bindparam("id"))
+
+    @staticmethod
+    def _output_names(schema):
+        return [field.data_key or name for name, field in schema.fields.items()]
+
+    def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
+        """(page, record JSON documents) of the listing the request asks for."""
+        resource = self.resource
+        size = resource.page_size
+        if not conditions and parsed_ordering.single_key is not None and not detail:
+            page = pagination.current_page(catalogue.counts.get(resource.name, 0), size)
+            statement = self._rank_statements.get(parsed_ordering.cache_key)
+            if statement is None:
+                statement = self._rank_statements[parsed_ordering.cache_key] = (
+                    parsed_ordering.rank_statement(select(resource.table.c.doc))
+                )
+            bounds = parsed_ordering.rank_bounds(page.start, page.stop, page.count)
+            expand = catalogue.expander(resource.name)
+            return page, [expand(doc) for doc in connection.execute(statement, bounds).scalars()]
+        ids = catalogue.listing(resource, parsed_ordering, conditions, connection)
+        page = pagination.current_page(len(ids), size)
+        return page, self.fetch_docs(connection, ids[page.start : page.stop], detail)
+
+    def fetch_docs(self, connection, ids, detail=False):
+        """The record JSON of ``ids``, in that order."""
+        if not len(ids):
+            return []
+        statement = self.detail_docs_statement if detail else self.docs_statement
+        expand = get_catalogue().expander(self.resource.name, self._kind(detail))
+        return fetch_docs(connection, statement, ids, expand)
+
+    def _kind(self, detail):
+        """Which stored records a detail (or list) answer reads."""
+        return "detail" if detail and self.resource.details_table is not None else "list"
+
+    def answer_list(self):
+        parsed_ordering = ordering.parse(self.resource, last_arg("ordering"))
+        catalogue = get_catalogue()
+        conditions = filters.parse(self.resource, request.args, catalogue)
+        only = parse_fields(last_arg("fields"))
+        detail = only is not None and not only <= self.list_fields
+        page, docs = self.fetch_page(
+            get_connection(), catalogue, parsed_ordering, conditions, detail
+        )
+        return json_response(pagination.envelope_json(page, render(docs, only)))
+
+    def answer_detail(self, record_id):
+        doc = get_connection().execute(self.detail_statement, {"id": record_id}).scalar()
+        if doc is None:
+            raise APIError(404)
+        doc = get_catalogue().expander(self.resource.name, self._kind(True))(doc)
+        return json_response(render([doc], parse_fields(last_arg("fields")))[1:-1])
+
+    def answer_sub_listing(self, sub_listing, listed, record_id):
+        """The list records of ``listed`` (its Serving) that ``sub_listing`` finds."""
+        connection = get_connection()
+        ids = sub_listing.find(connection, record_id)
+        if ids is None:
+            raise APIError(404)
+        expand = get_catalogue().expander(listed.resource.name)
+        docs = fetch_docs(connection, listed.docs_statement, ids, expand)
+        return json_response(render(docs, parse_fields(last_arg("fields"))))
+
+    def describe(self, detail):
+        """The body of an OPTIONS answer."""
+        resource = self.resource
+        body = options_body(
+            f"{resource.title} {'Instance' if detail else 'List'}",
+            resource.description,
+            describe_parameters(resource, detail),
+        )
+        if not detail:
+            body["ordering"] = list(resource.keys)
+        return body
+
+    def describe_sub_listing(self, name):
+        return options_body(
+            f"{self.resource.title} {name.replace('_', ' ').title()} List",
+            self.resource.sub_listings[name].description,
+            self.describe(detail=True)["parameters"],
+        )
+
+    def blueprint(self, served):
+        """The blueprint serving the list at ``/api/v1/<name>/``, the detail at
+        ``/api/v1/<name>/<id>/`` and each sub-listing at ``/api/v1/<name>/<id>/<sub>/``
+        (``served``: the Serving of every resource, by name)."""
+        name = self.resource.name
+        bp = Blueprint(name, __name__, url_prefix=API_PREFIX)
+        add_view(bp, f"/{name}/", _view(f"{name}_list", self.answer_list), self._describer(False))
+        add_view(
+            bp,
+            f"/{name}/{RECORD_ID}/",
+            _view(f"{name}_detail", self.answer_detail),
+            self._describer(True),
+        )
+        for sub_name, sub_listing in self.resource.sub_listings.items():
+            answer = functools.partial(
+                self.answer_sub_listing, sub_listing, served[sub_listing.listed]
+            )
+            add_view(
+                bp,
+                f"/{name}/{RECORD_ID}/{sub_name}/",
+                _view(f"{name}_{sub_name}", answer),
+                functools.partial(self.describe_sub_listing, sub_name),
+            )
+        return bp
+
+    def _describer(self, detail):
+        return functools.partial(self.describe, detail)
+
+
+def _view(name, answer):
+    """``answer`` as a view function named ``name`` (its endpoint)."""
+
+    def view(**kwargs):
+        return answer(**kwargs)
+
+    view.__name__ = name
+    return view
+
+
+def blueprints(resources):
+    """The blueprints of every resource of the registry."""
+    served = {resource.name: Serving(resource) for resource in resources}
+    return [serving.blueprint(served) for serving in served.values()]
+
+
+def add_view(bp, rule, view, describe):
+    """Route ``rule`` (which ends with ``/``) to ``view`` for GET (and so HEAD), and
+    OPTIONS to ``describe()``; and the same path with a format suffix in place of its
+    trailing slash (``.../productions.json``: negotiation.negotiate reads the suffix)."""
+
+    @functools.wraps(view)
+    def routed(**kwargs):
+        kwargs.pop(PATH_FORMAT_ARG, None)
+        if request.method == "OPTIONS":
+            return describe()
+        return view(**kwargs)
+
+    routed.provide_automatic_options = False
+    for each in (rule, suffixed(rule)):
+        bp.add_url_rule(each, view.__name__, routed, methods=["GET", "OPTIONS"])
+
+
+def suffixed(rule):
+    """``rule`` with a format suffix in place of its trailing slash (the API root keeps
+    its slash: ``/api/v1/.json``)."""
+    return (rule if rule == f"{API_PREFIX}/" else rule[:-1]) + "." + PATH_FORMAT
