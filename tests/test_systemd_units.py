@@ -1,7 +1,9 @@
-"""deploy/systemd: the units that run a mirror following the upstream. Their contents
-are checked here; ``pytest -m systemd`` (needs Debian's systemd package) also has
-``systemd-analyze verify`` check them, with their paths pointed at this checkout and the
-virtual environment running the tests, so that every path they name exists."""
+"""deploy/systemd: the units that run a mirror following the upstream, with one server
+(demoserv.service) or replicas behind nginx (demoserv@.service, one instance per port).
+Their contents are checked here; ``pytest -m systemd`` (needs Debian's systemd package)
+also has ``systemd-analyze verify`` check them, the replicas as the instances the docs
+enable, with their paths pointed at this checkout and the virtual environment running
+the tests, so that every path they name exists."""
 
 import re
 import shutil
@@ -11,24 +13,20 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-UNITS = ROOT / "deploy" / "systemd"
-NAMES = ("demoserv.service", "demoserv-update.service", "demoserv-update.timer")
+from .deployment import REPLICA, ROOT, SITE, UNITS, directives, site_ports
+
+NAMES = ("demoserv.service", REPLICA, "demoserv-update.service", "demoserv-update.timer")
+RUNNING = ROOT / "docs" / "running.md"
 
 
-def directives(name):
-    """{(section, key): [value, ...]} of a unit file."""
-    found, section = {}, None
-    for line in (UNITS / name).read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            section = line.strip("[]")
-            continue
-        key, value = line.split("=", 1)
-        found.setdefault((section, key), []).append(value)
-    return found
+def enabled_replicas():
+    """The replicas docs/running.md enables: ["demoserv@8081.service", ...]."""
+    [line] = [
+        line
+        for line in RUNNING.read_text().splitlines()
+        if line.startswith("systemctl enable --now demoserv@")
+    ]
+    return [f"{name}.service" for name in re.findall(r"demoserv@\d+", line.split("#")[0])]
 
 
 def test_the_update_runs_daily_after_the_export_with_a_random_delay():
@@ -45,10 +43,38 @@ def test_the_update_runs_daily_after_the_export_with_a_random_delay():
     assert serve[("Service", "ExecStart")] == [
         "/srv/demoserv/.venv/bin/demoserv serve --listen=127.0.0.1:8080"
     ]
-    # Both serve and load the same file.
+    # The one server, every replica and the update: the same file. The update is one
+    # unit, not a template: one load per machine, whatever the number of replicas.
     database = "DEMOSERV_DATABASE=/var/lib/demoserv/demoserv.sqlite3"
     assert database in update[("Service", "Environment")]
     assert database in serve[("Service", "Environment")]
+    assert database in directives(REPLICA)[("Service", "Environment")]
+    assert sorted(path.name for path in UNITS.glob("*@*")) == [REPLICA]
+
+
+def test_a_replica_is_the_one_server_on_a_port_of_its_own_behind_nginx():
+    """demoserv@.service is demoserv.service (user, paths, settings, restart, hardening)
+    but for its address, 127.0.0.1:%i, and for the forwarded headers it applies: those
+    the nginx site sends, from nginx on the same machine."""
+    one, replica = directives("demoserv.service"), directives(REPLICA)
+    assert one.pop(("Service", "ExecStart")) == [
+        "/srv/demoserv/.venv/bin/demoserv serve --listen=127.0.0.1:8080"
+    ]
+    assert replica.pop(("Service", "ExecStart")) == [
+        "/srv/demoserv/.venv/bin/demoserv serve --listen=127.0.0.1:%i"
+        " --trusted-proxy=127.0.0.1"
+        ' "--trusted-proxy-headers=x-forwarded-for x-forwarded-proto x-forwarded-host"'
+    ]
+    assert "127.0.0.1:%i" in replica.pop(("Unit", "Description"))[0]
+    one.pop(("Unit", "Description"))
+    assert replica == one
+    assert replica[("Service", "Restart")] == ["on-failure"]
+    sent = re.findall(r"proxy_set_header (X-Forwarded-\w+) \$", SITE.read_text())
+    assert sorted(sent) == ["X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"]
+
+
+def test_the_docs_enable_one_replica_for_each_port_of_the_site():
+    assert enabled_replicas() == [f"demoserv@{port}.service" for port in site_ports()]
 
 
 def test_the_documented_cron_line_runs_what_the_timer_runs():
@@ -74,8 +100,12 @@ def test_systemd_analyze_verifies_the_units(tmp_path):
         text = text.replace("/srv/demoserv/.venv/bin/", f"{bin_dir}/")
         text = text.replace("/srv/demoserv", str(ROOT))
         (tmp_path / name).write_text(text)
+    # The template as the instances the docs enable (systemd-analyze finds the template
+    # beside them, and expands %i).
+    verified = [name for name in NAMES if name != REPLICA] + enabled_replicas()
+    assert len(verified) > len(NAMES)
     result = subprocess.run(
-        [analyze, "verify", *(str(tmp_path / name) for name in NAMES)],
+        [analyze, "verify", *(str(tmp_path / name) for name in verified)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -3,8 +3,9 @@ and stop it by its process id.
 
 ``Demoserv`` is ``demoserv serve`` on a free loopback port, whose address is read
 from the file ``--ready-file`` writes once the server listens and its catalogue is
-ready: the pytest plugin, the tests, the benchmarks and ``deploy/run-replicas`` start
-every demoserv server with it. Servers of other programs are a ``Server`` with a
+ready: the pytest plugin, the tests and the benchmarks start every demoserv server
+with it (but for the deployment's test, which runs the replicas with their systemd
+unit's own command line). Servers of other programs are a ``Server`` with a
 readiness of their own: ``answering`` (an address chosen beforehand answers HTTP:
 nginx) or ``announced`` (a line of their log names the address: gunicorn, flask run,
 and ``WaitressServe``, the app served by ``waitress-serve``, which has no ready file).
