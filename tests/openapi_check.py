@@ -12,9 +12,10 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from demoserv.resources import RESOURCES
+from demoserv.web.views.api import ENDPOINTS
 from demoserv.web.views.openapi import build, renamed
 
-SPEC = build()  # its paths; a page's maxItems follows the page sizes in force
+SPEC = build(ENDPOINTS)  # its paths; a page's maxItems follows the page sizes in force
 TEMPLATES = [
     (re.compile("^" + "[^/]+".join(map(re.escape, re.split(r"\{[^}]+\}", path))) + "$"), path)
     for path in SPEC["paths"]
@@ -31,7 +32,7 @@ def _registry(field_name, page_sizes):
     return Registry().with_resource(
         "urn:spec",
         Resource.from_contents(
-            renamed(build(), "service_url", field_name), default_specification=DRAFT202012
+            renamed(build(ENDPOINTS), "service_url", field_name), default_specification=DRAFT202012
         ),
     )
 

@@ -112,17 +112,17 @@ def test_two_schemas_of_one_name_are_refused():
     from marshmallow import Schema, fields
 
     from demoserv.resources import parties
-    from demoserv.web.views.openapi import _register
+    from demoserv.web.views.openapi import register
 
     spec = APISpec(title="t", version="1", openapi_version="3.1.0", plugins=[MarshmallowPlugin()])
-    assert _register(spec, parties.resource.detail_schema) == "PartyDetail"
-    assert _register(spec, parties.resource.detail_schema) == "PartyDetail"  # again: fine
+    assert register(spec, parties.resource.detail_schema) == "PartyDetail"
+    assert register(spec, parties.resource.detail_schema) == "PartyDetail"  # again: fine
 
     class CompetitionSchema(Schema):  # a nested component of the party detail
         shown = fields.Integer()
 
     with pytest.raises(ValueError, match="CompetitionSchema"):
-        _register(spec, CompetitionSchema())
+        register(spec, CompetitionSchema())
 
 
 def test_the_document_and_the_status_facts_are_built_once(

@@ -18,11 +18,11 @@ from ..loader import progress, provenance
 from ..loader.install import InstallError
 from ..loader.reporting import CatalogueError
 from ..loader.sources import load_catalogue
-from ..resources import NAMES, RESOURCES
+from ..resources import RESOURCES
 from ..store.fingerprint import schema_version
 from . import access_log, db, error_handlers, negotiation, pipeline
 from .kept_answers import KeptAnswers
-from .views import adhoc, changes, openapi, resources, root, status
+from .views import adhoc, api, endpoints, root
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,9 @@ def create_app(test_config=None, instance_path=None, database=None, kept_answers
     kept.init_app(app)
     negotiation.init_app(app)
     pipeline.init_app(app)
-    for blueprint in (root.blueprint(NAMES), *resources.blueprints(RESOURCES)):
-        app.register_blueprint(blueprint)
+    app.register_blueprint(endpoints.blueprint(api.ENDPOINTS))
+    app.register_blueprint(root.site)
     app.register_blueprint(adhoc.bp)
-    app.register_blueprint(openapi.bp)
-    app.register_blueprint(status.bp)
-    app.register_blueprint(changes.bp)
     return app
 
 

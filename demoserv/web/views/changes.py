@@ -10,22 +10,23 @@ a resource, so not in the API root."""
 import re
 
 import orjson
-from flask import Blueprint
 from sqlalchemy import and_, func, select
 
 from ...api.error import APIError
 from ...api.parameters import PAGE, RENDERING
-from ...resources import BY_NAME
+from ...resources import BY_NAME, RESOURCES
 from ...store import tables
 from ...store.addresses import api_url
+from ...store.values import MAX_ID
 from .. import pagination
 from ..address_style import request_style
 from ..conditional import follows_history
 from ..db import get_connection
-from ..negotiation import API_PREFIX, last_arg
-from .resources import add_view, json_response, options_body
+from ..negotiation import last_arg
+from . import openapi
+from .endpoints import Endpoint, options_body
+from .resources import json_response
 
-CHANGES_PATH = f"{API_PREFIX}/changes/"
 PAGE_SIZE = 100  # entries a page, as in a resource's listing
 VERSION = re.compile(r"[0-9a-f]{32}")
 PARAMETERS = {
@@ -37,8 +38,6 @@ PARAMETERS = {
     "page": PAGE,
     **RENDERING,
 }
-
-bp = Blueprint("changes", __name__)
 
 loads = tables.catalogue_loads
 records = tables.feed_records
@@ -179,4 +178,64 @@ def describe():
     )
 
 
-add_view(bp, CHANGES_PATH, changes_list, describe)
+def _entry():
+    text = {"type": "string"}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["resource", "id", "change", "url", "version", "loaded_at"],
+        "properties": {
+            "resource": {"type": "string", "enum": [resource.name for resource in RESOURCES]},
+            "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "change": {"type": "string", "enum": ["added", "changed", "removed"]},
+            "url": {
+                "type": ["string", "null"],
+                "format": "uri",
+                "description": "The record's detail address; null for a removed record.",
+            },
+            "version": {**text, "description": "The version of the load that last changed it."},
+            "loaded_at": {**text, "description": "When that load's records were served (UTC)."},
+        },
+    }
+
+
+def _parameters():
+    described = PARAMETERS
+    names = [resource.name for resource in RESOURCES]
+    return [
+        openapi.parameter(
+            "since", described["since"], {"type": "string", "pattern": "^([0-9a-f]{32})?$"}
+        ),
+        openapi.parameter(
+            "resource", described["resource"], {"type": "string", "enum": [*names, ""]}
+        ),
+        openapi.parameter(
+            "page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}
+        ),
+        *(item for item in openapi.COMMON_PARAMETERS if item["name"] in described),
+    ]
+
+
+def _operations(spec):
+    spec.components.schema("ChangesEntry", _entry())
+    spec.components.schema("ChangesPage", openapi.page("ChangesEntry", PAGE_SIZE))
+    return {
+        "get": {
+            "summary": "The records added, changed or removed since a catalogue version",
+            "description": "One entry per record whose detail record differs between "
+            "the version since and the one served (the net change), ordered by the "
+            "load that last changed it, then resource and id. Built at load: see "
+            "docs/changes.md.",
+            "parameters": _parameters(),
+            "responses": {
+                "200": openapi.json_or_jsonp(
+                    openapi.ref("ChangesPage"), "One page of the changes."
+                ),
+                **openapi.errors("400", "404", "406", "410", "503"),
+            },
+        },
+        "options": openapi.options("the changes feed"),
+    }
+
+
+ENDPOINT = Endpoint("/changes/", "changes", changes_list, _operations, describe)

@@ -1,26 +1,22 @@
-"""``/api/v1/openapi.json``, generated with apispec from the marshmallow schemas and the
-ordering and filter declarations, and ``/api/v1/docs/``, a page that renders it."""
+"""``/api/v1/openapi.json``, generated with apispec from the table of endpoints (each
+declares its operations, built with the pieces here from the marshmallow schemas and the
+ordering and filter declarations), and ``/api/v1/docs/``, a page that renders it."""
 
 import copy
 from importlib import resources as package_files
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
-from flask import Blueprint, current_app, request
+from flask import current_app, request
 from marshmallow import Schema, fields
 
 from ...api import ordering, parameters
-from ...byte_cache import ByteCache
-from ...loader import status_facts
-from ...resources import BY_NAME, RESOURCES
 from ...store.values import MAX_ID
 from ...version import __version__
 from ..conditional import answers_as
 from ..negotiation import API_PREFIX, DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
-from . import adhoc, changes
-from .status import STATUS_PATH
-
-OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
+from . import adhoc
+from .endpoints import Endpoint, kept, routed
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
@@ -41,7 +37,7 @@ def _json(schema, description):
     return {"description": description, "content": {JSON_TYPE: {"schema": schema}}}
 
 
-def _json_or_jsonp(schema, description):
+def json_or_jsonp(schema, description):
     """A 200 answer: JSON, or (format=jsonp, Accept: application/javascript) the same
     JSON wrapped in a callback."""
     answer = _json(schema, description)
@@ -51,22 +47,22 @@ def _json_or_jsonp(schema, description):
     return answer
 
 
-def _errors(*statuses):
+def errors(*statuses):
     # Any request may be too long to read (guard.py): 414, whatever the operation.
     return {status: _json(ERROR, ERRORS[status]) for status in (*statuses, "414")}
 
 
-def _ref(name):
+def ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _page(name, page_size, detail=None):
+def page(name, page_size, detail=None):
     """A page of ``name`` records (at most ``page_size``; None: the whole listing); with
     ``fields=``, a list may name detail fields too."""
-    item = _ref(name)
+    item = ref(name)
     if detail is not None and detail != name:
         item = {
-            "anyOf": [item, _ref(detail)],
+            "anyOf": [item, ref(detail)],
             "description": "A list record; with fields=, the fields named of the detail record.",
         }
     nullable_url = {"type": ["string", "null"], "format": "uri"}
@@ -91,7 +87,7 @@ def _page(name, page_size, detail=None):
     }
 
 
-def _parameter(name, description, schema, **more):
+def parameter(name, description, schema, **more):
     return {
         "name": name,
         "in": "query",
@@ -103,15 +99,21 @@ def _parameter(name, description, schema, **more):
 
 
 COMMON_PARAMETERS = [
-    _parameter(
+    parameter(
         "format",
         parameters.FORMAT,
         {"type": "string", "enum": ["api", "json", "jsonp", ""]},
     ),
     # Ignored unless the answer is JSONP (as upstream), so any string is valid here.
-    _parameter("callback", parameters.CALLBACK, {"type": "string"}),
-    _parameter("fields", parameters.FIELDS, {"type": "string"}),
+    parameter("callback", parameters.CALLBACK, {"type": "string"}),
+    parameter("fields", parameters.FIELDS, {"type": "string"}),
 ]
+ID_PARAMETER = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+}
 SUFFIX_PARAMETER = {
     "name": "suffix",
     "in": "path",
@@ -122,13 +124,15 @@ SUFFIX_PARAMETER = {
 }
 
 
-def _with_suffixes(paths):
-    """``paths`` and, after each API path, the same path with a format suffix in place
-    of its trailing slash (``/api/v1/productions.{suffix}``; the root: ``/api/v1/.{suffix}``)."""
+def _with_suffixes(paths, endpoints):
+    """``paths`` and, after each path served with a format suffix too, the same path with
+    the suffix in place of its trailing slash (``/api/v1/productions.{suffix}``; the
+    root: ``/api/v1/.{suffix}``)."""
+    suffixed_paths = {endpoint.document_path for endpoint in endpoints if endpoint.suffixed}
     result = {}
     for path, item in paths.items():
         result[path] = item
-        if path in (OPENAPI_PATH, DOCS_PATH):
+        if path not in suffixed_paths:
             continue
         suffixed = (path if path == f"{API_PREFIX}/" else path[:-1]) + ".{suffix}"
         item = copy.deepcopy(item)
@@ -161,12 +165,12 @@ def _ordering_pattern(keys):
     return f"^{term}(,{term})*$"
 
 
-def _list_parameters(resource):
+def list_parameters(resource):
     keys = list(resource.keys)
     described = parameters.describe_parameters(resource, detail=False)
     result = [
-        _parameter("page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}),
-        _parameter(
+        parameter("page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}),
+        parameter(
             "ordering",
             described["ordering"],
             {"type": "string", "pattern": _ordering_pattern(keys)},
@@ -175,23 +179,23 @@ def _list_parameters(resource):
     ]
     for item in resource.filters:
         extra = {"style": "form", "explode": True} if item.repeatable else {}
-        result.append(_parameter(item.parameter, described[item.parameter], item.schema, **extra))
+        result.append(parameter(item.parameter, described[item.parameter], item.schema, **extra))
     return result + COMMON_PARAMETERS
 
 
-def _options(description):
+def options(description):
     return {
         "summary": f"Describe: {description}",
         "responses": {
-            "200": _json_or_jsonp(
+            "200": json_or_jsonp(
                 {"type": "object"}, "What the resource is and which parameters it takes."
             ),
-            **_errors("400", "404"),
+            **errors("400", "404"),
         },
     }
 
 
-def _methods_only(what):
+def methods_only(what):
     """The OPTIONS answer of a path that is not a resource: no body, only its headers."""
     return {
         "summary": f"The methods {what} allows",
@@ -199,7 +203,7 @@ def _methods_only(what):
     }
 
 
-def _register(spec, schema):
+def register(spec, schema):
     """Add a marshmallow schema's component (unless a nested use added it already) and
     return its name."""
     name = type(schema).__name__.removesuffix("Schema")
@@ -213,135 +217,8 @@ def _register(spec, schema):
     return name
 
 
-def _status_schema():
-    text = {"type": ["string", "null"]}
-    source = {
-        "type": "object",
-        "description": "Where the catalogue came from; null where not known.",
-        "additionalProperties": False,
-        "required": list(status_facts.SOURCE_KEYS),
-        "properties": {
-            "kind": {
-                "type": ["string", "null"],
-                "enum": ["url", "file", "folder", None],
-                "description": "An export's address, an export file or a catalogue folder.",
-            },
-            "source": {**text, "description": "The address, or the file's or folder's name."},
-            "etag": {**text, "description": "The ETag the export was sent with."},
-            "last_modified": {**text, "description": "The export's Last-Modified."},
-            "size": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
-            "sha256": {**text, "description": "SHA-256 of the export's bytes, in hex."},
-            "export_date": {**text, "description": "The date the dump states, if any."},
-        },
-    }
-    catalogue = {
-        "version": {"type": "string", "description": "The records' digest (ETags use it)."},
-        "records_since": {
-            "type": "string",
-            "description": "Since when these records are served (Last-Modified).",
-        },
-        "loaded_at": {**text, "description": "When this file was built (UTC)."},
-        "schema_version": {
-            "type": "string",
-            "description": "A digest of the declarations the file was built with.",
-        },
-        "source": source,
-    }
-    counts = {
-        "type": "object",
-        "additionalProperties": {"type": "integer", "minimum": 0},
-        "description": "Records of each resource.",
-    }
-    previous = {
-        "type": ["object", "null"],
-        "description": "The catalogue kept for a rollback; null if none.",
-        "additionalProperties": False,
-        "required": list(catalogue),
-        "properties": catalogue,
-    }
-    change_counts = {
-        "type": "object",
-        "additionalProperties": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["added", "changed", "removed"],
-            "properties": {
-                name: {"type": "integer", "minimum": 0} for name in ("added", "changed", "removed")
-            },
-        },
-        "description": "Records added, changed and removed, by resource.",
-    }
-    load = {"version": {"type": "string"}, "loaded_at": {"type": "string"}}
-    changes_facts = {
-        "type": ["object", "null"],
-        "description": "The history of changes (/api/v1/changes/); null if none.",
-        "additionalProperties": False,
-        "required": ["last_load", "since"],
-        "properties": {
-            "last_load": {
-                "type": "object",
-                "description": "The last load that changed records, and its counts "
-                "(empty where it started the history).",
-                "additionalProperties": False,
-                "required": [*load, "counts"],
-                "properties": {**load, "counts": change_counts},
-            },
-            "since": {
-                "type": "object",
-                "description": "The oldest load the history holds: how far back it goes.",
-                "additionalProperties": False,
-                "required": list(load),
-                "properties": load,
-            },
-        },
-    }
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": [*catalogue, "counts", "changes", "previous"],
-        "properties": {
-            **catalogue,
-            "counts": counts,
-            "changes": changes_facts,
-            "previous": previous,
-        },
-    }
-
-
-def _changes_entry():
-    text = {"type": "string"}
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["resource", "id", "change", "url", "version", "loaded_at"],
-        "properties": {
-            "resource": {"type": "string", "enum": [resource.name for resource in RESOURCES]},
-            "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
-            "change": {"type": "string", "enum": ["added", "changed", "removed"]},
-            "url": {
-                "type": ["string", "null"],
-                "format": "uri",
-                "description": "The record's detail address; null for a removed record.",
-            },
-            "version": {**text, "description": "The version of the load that last changed it."},
-            "loaded_at": {**text, "description": "When that load's records were served (UTC)."},
-        },
-    }
-
-
-def _changes_parameters():
-    described = changes.PARAMETERS
-    names = [resource.name for resource in RESOURCES]
-    return [
-        _parameter("since", described["since"], {"type": "string", "pattern": "^([0-9a-f]{32})?$"}),
-        _parameter("resource", described["resource"], {"type": "string", "enum": [*names, ""]}),
-        _parameter("page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}),
-        *(item for item in COMMON_PARAMETERS if item["name"] in described),
-    ]
-
-
-def build():
-    """The OpenAPI document as a dict."""
+def build(endpoints):
+    """The OpenAPI document of ``endpoints`` (and the ``/api/adhoc/`` paths) as a dict."""
     spec = APISpec(
         title="demoserv",
         version=__version__,
@@ -350,159 +227,18 @@ def build():
         info={"description": "A read-only, paginated JSON API over a demoscene catalogue."},
     )
     spec.components.schema("Error", schema=ErrorSchema)
-    spec.path(
-        path=f"{API_PREFIX}/",
-        operations={
-            "get": {
-                "summary": "The address of every listing",
-                "responses": {
-                    "200": _json_or_jsonp(
-                        {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": [resource.name for resource in RESOURCES],
-                            "properties": {
-                                resource.name: {"type": "string", "format": "uri"}
-                                for resource in RESOURCES
-                            },
-                        },
-                        "Listing addresses by resource name.",
-                    ),
-                    **_errors("400", "404", "406"),
-                },
-            },
-            "options": _options("the API root"),
-        },
-    )
-    id_parameter = {
-        "name": "id",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
-    }
-    records = {}  # resource -> the component name of its list record
-    for resource in RESOURCES:
-        record = records[resource.name] = _register(spec, resource.schema)
-        detail = _register(spec, resource.detail_schema or resource.schema)
-        spec.components.schema(f"{record}Page", _page(record, resource.page_size, detail))
+    for endpoint in endpoints:
         spec.path(
-            path=f"{API_PREFIX}/{resource.name}/",
-            operations={
-                "get": {
-                    "summary": f"{resource.title} list: {resource.description}",
-                    "parameters": _list_parameters(resource),
-                    "responses": {
-                        "200": _json_or_jsonp(_ref(f"{record}Page"), "One page of the listing."),
-                        **_errors("400", "404", "406", "503"),
-                    },
-                },
-                "options": _options(f"the {resource.title.lower()} list"),
-            },
+            path=endpoint.document_path,
+            parameters=list(endpoint.path_parameters) or None,
+            operations=endpoint.operations(spec),
         )
-        spec.path(
-            path=f"{API_PREFIX}/{resource.name}/{{id}}/",
-            parameters=[id_parameter],
-            operations={
-                "get": {
-                    "summary": f"One {resource.title.lower()}",
-                    "parameters": COMMON_PARAMETERS,
-                    "responses": {
-                        "200": _json_or_jsonp(_ref(detail), f"The {resource.title.lower()}."),
-                        **_errors("400", "404", "406", "503"),
-                    },
-                },
-                "options": _options(f"a {resource.title.lower()}"),
-            },
-        )
-    for resource in RESOURCES:
-        title = resource.title.lower()
-        for name, sub_listing in resource.sub_listings.items():
-            listed = BY_NAME[sub_listing.listed]
-            spec.path(
-                path=f"{API_PREFIX}/{resource.name}/{{id}}/{name}/",
-                parameters=[id_parameter],
-                operations={
-                    "get": {
-                        "summary": sub_listing.description,
-                        "parameters": COMMON_PARAMETERS,
-                        "responses": {
-                            "200": _json_or_jsonp(
-                                {"type": "array", "items": _ref(records[listed.name])},
-                                f"Every such {listed.title.lower()} of the {title}.",
-                            ),
-                            **_errors("400", "404", "406", "503"),
-                        },
-                    },
-                    "options": _options(f"a {title}'s {name.replace('_', ' ')}"),
-                },
-            )
-    spec.components.schema("Status", _status_schema())
-    spec.path(
-        path=STATUS_PATH,
-        operations={
-            "get": {
-                "summary": "What this mirror serves, for monitors",
-                "description": "The served catalogue's source, the export's validators and "
-                "own date, when it was loaded, its version and record counts, and the "
-                "previous catalogue kept for a rollback. Not cached (no ETag).",
-                "parameters": COMMON_PARAMETERS,
-                "responses": {
-                    "200": _json_or_jsonp(
-                        _ref("Status"), "The served catalogue and the previous one."
-                    ),
-                    **_errors("400", "404", "406", "503"),
-                },
-            },
-            "options": _options("the mirror's status"),
-        },
-    )
-    spec.components.schema("ChangesEntry", _changes_entry())
-    spec.components.schema("ChangesPage", _page("ChangesEntry", changes.PAGE_SIZE))
-    spec.path(
-        path=changes.CHANGES_PATH,
-        operations={
-            "get": {
-                "summary": "The records added, changed or removed since a catalogue version",
-                "description": "One entry per record whose detail record differs between "
-                "the version since and the one served (the net change), ordered by the "
-                "load that last changed it, then resource and id. Built at load: see "
-                "docs/changes.md.",
-                "parameters": _changes_parameters(),
-                "responses": {
-                    "200": _json_or_jsonp(_ref("ChangesPage"), "One page of the changes."),
-                    **_errors("400", "404", "406", "410", "503"),
-                },
-            },
-            "options": _options("the changes feed"),
-        },
-    )
-    spec.path(
-        path=OPENAPI_PATH,
-        operations={
-            "get": {
-                "summary": "This document",
-                "responses": {"200": _json_or_jsonp({"type": "object"}, "OpenAPI 3.1.")},
-            },
-            "options": _methods_only("this document"),
-        },
-    )
-    spec.path(
-        path=DOCS_PATH,
-        operations={
-            "get": {
-                "summary": "A page that renders this document",
-                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
-            },
-            "options": _methods_only("the docs page"),
-        },
-    )
     document = spec.to_dict()
-    document["paths"] = _with_suffixes(document["paths"])
+    document["paths"] = _with_suffixes(document["paths"], endpoints)
     document["paths"].update(adhoc.openapi_paths())
     return document
 
 
-bp = Blueprint("openapi", __name__)
 DOCS_TYPE = "text/html; charset=utf-8"
 DOCS_PAGE = package_files.files(__package__).joinpath("docs.html").read_bytes()
 
@@ -523,27 +259,48 @@ def renamed(value, old, new):
     return value
 
 
-KEPT = "demoserv.web.views.openapi"
-# The document (about 180 KB of JSON), built once an app; not a setting: nothing to tune.
-KEPT_BYTES = 4 * 1024 * 1024
-
-
-@bp.record_once
-def _keep_document(state):
-    state.app.extensions[KEPT] = ByteCache(KEPT_BYTES)
-
-
-@bp.route(OPENAPI_PATH)
 def document():
-    kept = current_app.extensions[KEPT]
-    spec = kept.find("document")  # of no served file: the same for every catalogue
+    """This document, built once an app (kept: of no served file, the same for every
+    catalogue), with the field name the app serves and the request's server."""
+    cache = kept("openapi_document")
+    spec = cache.find("document")
     if spec is None:
-        spec = renamed(build(), "service_url", current_app.config["SERVICE_URL_FIELD"])
-        kept.keep("document", spec, len(current_app.json.dumps(spec)))
+        spec = build(routed().endpoints)
+        spec = renamed(spec, "service_url", current_app.config["SERVICE_URL_FIELD"])
+        cache.keep("document", spec, len(current_app.json.dumps(spec)))
     return {**spec, "servers": [{"url": request.site_root}]}
 
 
-@bp.route(DOCS_PATH)
 @answers_as(DOCS_TYPE)
 def docs():
     return current_app.response_class(DOCS_PAGE, content_type=DOCS_TYPE)
+
+
+ENDPOINTS = [
+    Endpoint(
+        "/openapi.json",
+        "openapi_document",
+        document,
+        lambda spec: {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": json_or_jsonp({"type": "object"}, "OpenAPI 3.1.")},
+            },
+            "options": methods_only("this document"),
+        },
+        # The document (about 180 KB of JSON); not a setting: nothing to tune.
+        kept_bytes=4 * 1024 * 1024,
+    ),
+    Endpoint(
+        DOCS_PATH.removeprefix(API_PREFIX),
+        "docs_page",
+        docs,
+        lambda spec: {
+            "get": {
+                "summary": "A page that renders this document",
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            },
+            "options": methods_only("the docs page"),
+        },
+    ),
+]

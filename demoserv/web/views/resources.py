@@ -1,21 +1,25 @@
 """How a resource is served: its list, detail, sub-listing and OPTIONS answers, read from
-the records built at load (the read models: see ``loader/build.py``), and the routes
-to them — every resource's views, derived from its declaration (``declaration.py``)."""
+the records built at load (the read models: see ``loader/build.py``), and their
+endpoints with their OpenAPI operations — every resource's, derived from its
+declaration (``resources/declaration.py``)."""
 
 import functools
 
 import orjson
-from flask import Blueprint, current_app, request
+from flask import current_app, request
 from sqlalchemy import bindparam, select
 
 from ...api import filters, ordering
-from ...api.parameters import RENDERING, describe_parameters
+from ...api.parameters import describe_parameters
+from ...resources import BY_NAME
 from ...store.values import MAX_ID
 from .. import pagination
 from ..address_style import request_resolver
 from ..db import get_catalogue, get_connection
 from ..error_handlers import APIError
-from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG, last_arg
+from ..negotiation import JSON_TYPE, last_arg
+from . import openapi
+from .endpoints import Endpoint, options_body
 
 RECORD_ID = f"<int(min=1, max={MAX_ID}):record_id>"
 CHUNK = 5000  # ids bound in one query: within SQLite's limit on parameters
@@ -30,17 +34,6 @@ def parse_fields(value):
 
 def json_response(body):
     return current_app.response_class(body, mimetype=JSON_TYPE)
-
-
-def options_body(name, description, parameters=RENDERING):
-    """The body of an OPTIONS answer (the upstream's, Django REST Framework's, metadata)."""
-    return {
-        "name": name,
-        "description": description,
-        "renders": [JSON_TYPE],
-        "parses": [],
-        "parameters": parameters,
-    }
 
 
 def fetch_docs(connection, statement, ids, expand):
@@ -166,69 +159,109 @@ class Serving:
             self.describe(detail=True)["parameters"],
         )
 
-    def blueprint(self, served):
-        """The blueprint serving the list at ``/api/v1/<name>/``, the detail at
-        ``/api/v1/<name>/<id>/`` and each sub-listing at ``/api/v1/<name>/<id>/<sub>/``
-        (``served``: the Serving of every resource, by name)."""
+    def endpoints(self):
+        """The list at ``/<name>/`` and the detail at ``/<name>/<id>/``."""
         name = self.resource.name
-        bp = Blueprint(name, __name__, url_prefix=API_PREFIX)
-        add_view(bp, f"/{name}/", _view(f"{name}_list", self.answer_list), self._describer(False))
-        add_view(
-            bp,
-            f"/{name}/{RECORD_ID}/",
-            _view(f"{name}_detail", self.answer_detail),
-            self._describer(True),
-        )
-        for sub_name, sub_listing in self.resource.sub_listings.items():
-            answer = functools.partial(
-                self.answer_sub_listing, sub_listing, served[sub_listing.listed]
-            )
-            add_view(
-                bp,
+        return [
+            Endpoint(
+                f"/{name}/",
+                f"{name}_list",
+                self.answer_list,
+                self._list_operations,
+                functools.partial(self.describe, False),
+                lists=name,
+            ),
+            Endpoint(
+                f"/{name}/{RECORD_ID}/",
+                f"{name}_detail",
+                self.answer_detail,
+                self._detail_operations,
+                functools.partial(self.describe, True),
+                path_parameters=(openapi.ID_PARAMETER,),
+            ),
+        ]
+
+    def sub_listing_endpoints(self, served):
+        """Each sub-listing at ``/<name>/<id>/<sub>/`` (``served``: the Serving of every
+        resource, by name)."""
+        name = self.resource.name
+        return [
+            Endpoint(
                 f"/{name}/{RECORD_ID}/{sub_name}/",
-                _view(f"{name}_{sub_name}", answer),
+                f"{name}_{sub_name}",
+                functools.partial(self.answer_sub_listing, sub_listing, served[sub_listing.listed]),
+                functools.partial(self._sub_listing_operations, sub_name),
                 functools.partial(self.describe_sub_listing, sub_name),
+                path_parameters=(openapi.ID_PARAMETER,),
             )
-        return bp
+            for sub_name, sub_listing in self.resource.sub_listings.items()
+        ]
 
-    def _describer(self, detail):
-        return functools.partial(self.describe, detail)
+    def _list_operations(self, spec):
+        resource = self.resource
+        record = openapi.register(spec, resource.schema)
+        detail = openapi.register(spec, resource.detail_schema or resource.schema)
+        spec.components.schema(f"{record}Page", openapi.page(record, resource.page_size, detail))
+        return {
+            "get": {
+                "summary": f"{resource.title} list: {resource.description}",
+                "parameters": openapi.list_parameters(resource),
+                "responses": {
+                    "200": openapi.json_or_jsonp(
+                        openapi.ref(f"{record}Page"), "One page of the listing."
+                    ),
+                    **openapi.errors("400", "404", "406", "503"),
+                },
+            },
+            "options": openapi.options(f"the {resource.title.lower()} list"),
+        }
+
+    def _detail_operations(self, spec):
+        resource = self.resource
+        detail = openapi.register(spec, resource.detail_schema or resource.schema)
+        title = resource.title.lower()
+        return {
+            "get": {
+                "summary": f"One {title}",
+                "parameters": openapi.COMMON_PARAMETERS,
+                "responses": {
+                    "200": openapi.json_or_jsonp(openapi.ref(detail), f"The {title}."),
+                    **openapi.errors("400", "404", "406", "503"),
+                },
+            },
+            "options": openapi.options(f"a {title}"),
+        }
+
+    def _sub_listing_operations(self, name, spec):
+        sub_listing = self.resource.sub_listings[name]
+        listed = BY_NAME[sub_listing.listed]
+        record = openapi.register(spec, listed.schema)
+        title = self.resource.title.lower()
+        return {
+            "get": {
+                "summary": sub_listing.description,
+                "parameters": openapi.COMMON_PARAMETERS,
+                "responses": {
+                    "200": openapi.json_or_jsonp(
+                        {"type": "array", "items": openapi.ref(record)},
+                        f"Every such {listed.title.lower()} of the {title}.",
+                    ),
+                    **openapi.errors("400", "404", "406", "503"),
+                },
+            },
+            "options": openapi.options(f"a {title}'s {name.replace('_', ' ')}"),
+        }
 
 
-def _view(name, answer):
-    """``answer`` as a view function named ``name`` (its endpoint)."""
-
-    def view(**kwargs):
-        return answer(**kwargs)
-
-    view.__name__ = name
-    return view
-
-
-def blueprints(resources):
-    """The blueprints of every resource of the registry."""
+def endpoints(resources):
+    """Every resource's lists and details, then every sub-listing (the OpenAPI
+    document's order)."""
     served = {resource.name: Serving(resource) for resource in resources}
-    return [serving.blueprint(served) for serving in served.values()]
-
-
-def add_view(bp, rule, view, describe):
-    """Route ``rule`` (which ends with ``/``) to ``view`` for GET (and so HEAD), and
-    OPTIONS to ``describe()``; and the same path with a format suffix in place of its
-    trailing slash (``.../productions.json``: negotiation.negotiate reads the suffix)."""
-
-    @functools.wraps(view)
-    def routed(**kwargs):
-        kwargs.pop(PATH_FORMAT_ARG, None)
-        if request.method == "OPTIONS":
-            return describe()
-        return view(**kwargs)
-
-    routed.provide_automatic_options = False
-    for each in (rule, suffixed(rule)):
-        bp.add_url_rule(each, view.__name__, routed, methods=["GET", "OPTIONS"])
-
-
-def suffixed(rule):
-    """``rule`` with a format suffix in place of its trailing slash (the API root keeps
-    its slash: ``/api/v1/.json``)."""
-    return (rule if rule == f"{API_PREFIX}/" else rule[:-1]) + "." + PATH_FORMAT
+    return [
+        *(endpoint for serving in served.values() for endpoint in serving.endpoints()),
+        *(
+            endpoint
+            for serving in served.values()
+            for endpoint in serving.sub_listing_endpoints(served)
+        ),
+    ]

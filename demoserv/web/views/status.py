@@ -8,25 +8,13 @@ once per served file (and previous file), not per request: kept in a ``ByteCache
 
 import os
 
-from flask import Blueprint, current_app
+from flask import current_app
 
-from ...byte_cache import ByteCache
 from ...loader import install, status_facts
 from ..conditional import label_by_content
 from ..db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
-from ..negotiation import API_PREFIX
-from .resources import add_view, options_body
-
-bp = Blueprint("status", __name__)
-STATUS_PATH = f"{API_PREFIX}/status/"
-KEPT = "demoserv.web.views.status"
-# The facts of the served file, under the previous file's id: a few KB; not a setting.
-KEPT_BYTES = 256 * 1024
-
-
-@bp.record_once
-def _keep_facts(state):
-    state.app.extensions[KEPT] = ByteCache(KEPT_BYTES)
+from . import openapi
+from .endpoints import Endpoint, kept, options_body
 
 
 def _previous_id(target):
@@ -49,16 +37,133 @@ def mirror_status():
     catalogue = get_catalogue()  # a 503 when no catalogue can be read
     target = database_path(current_app)
     previous = _previous_id(target)
-    kept = current_app.extensions[KEPT]
-    facts = kept.find(previous, catalogue.file_id)
+    cache = kept("status")
+    facts = cache.find(previous, catalogue.file_id)
     if facts is None:
         facts = status_facts.status(target, paths=False)
         if facts is None:  # removed since the request began
             raise CatalogueUnavailable(UNAVAILABLE + "the catalogue file is missing.")
-        kept.keep(previous, facts, len(current_app.json.dumps(facts)), catalogue.file_id)
+        cache.keep(previous, facts, len(current_app.json.dumps(facts)), catalogue.file_id)
     # Its facts change with the previous file too: labelled by its bytes.
     return label_by_content(current_app.json.response(facts))
 
 
-# The path and, like every API path, the same with a format suffix (/api/v1/status_facts.json).
-add_view(bp, STATUS_PATH, mirror_status, describe)
+def _schema():
+    text = {"type": ["string", "null"]}
+    source = {
+        "type": "object",
+        "description": "Where the catalogue came from; null where not known.",
+        "additionalProperties": False,
+        "required": list(status_facts.SOURCE_KEYS),
+        "properties": {
+            "kind": {
+                "type": ["string", "null"],
+                "enum": ["url", "file", "folder", None],
+                "description": "An export's address, an export file or a catalogue folder.",
+            },
+            "source": {**text, "description": "The address, or the file's or folder's name."},
+            "etag": {**text, "description": "The ETag the export was sent with."},
+            "last_modified": {**text, "description": "The export's Last-Modified."},
+            "size": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
+            "sha256": {**text, "description": "SHA-256 of the export's bytes, in hex."},
+            "export_date": {**text, "description": "The date the dump states, if any."},
+        },
+    }
+    catalogue = {
+        "version": {"type": "string", "description": "The records' digest (ETags use it)."},
+        "records_since": {
+            "type": "string",
+            "description": "Since when these records are served (Last-Modified).",
+        },
+        "loaded_at": {**text, "description": "When this file was built (UTC)."},
+        "schema_version": {
+            "type": "string",
+            "description": "A digest of the declarations the file was built with.",
+        },
+        "source": source,
+    }
+    counts = {
+        "type": "object",
+        "additionalProperties": {"type": "integer", "minimum": 0},
+        "description": "Records of each resource.",
+    }
+    previous = {
+        "type": ["object", "null"],
+        "description": "The catalogue kept for a rollback; null if none.",
+        "additionalProperties": False,
+        "required": list(catalogue),
+        "properties": catalogue,
+    }
+    change_counts = {
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["added", "changed", "removed"],
+            "properties": {
+                name: {"type": "integer", "minimum": 0} for name in ("added", "changed", "removed")
+            },
+        },
+        "description": "Records added, changed and removed, by resource.",
+    }
+    load = {"version": {"type": "string"}, "loaded_at": {"type": "string"}}
+    changes_facts = {
+        "type": ["object", "null"],
+        "description": "The history of changes (/api/v1/changes/); null if none.",
+        "additionalProperties": False,
+        "required": ["last_load", "since"],
+        "properties": {
+            "last_load": {
+                "type": "object",
+                "description": "The last load that changed records, and its counts "
+                "(empty where it started the history).",
+                "additionalProperties": False,
+                "required": [*load, "counts"],
+                "properties": {**load, "counts": change_counts},
+            },
+            "since": {
+                "type": "object",
+                "description": "The oldest load the history holds: how far back it goes.",
+                "additionalProperties": False,
+                "required": list(load),
+                "properties": load,
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [*catalogue, "counts", "changes", "previous"],
+        "properties": {
+            **catalogue,
+            "counts": counts,
+            "changes": changes_facts,
+            "previous": previous,
+        },
+    }
+
+
+def _operations(spec):
+    spec.components.schema("Status", _schema())
+    return {
+        "get": {
+            "summary": "What this mirror serves, for monitors",
+            "description": "The served catalogue's source, the export's validators and "
+            "own date, when it was loaded, its version and record counts, and the "
+            "previous catalogue kept for a rollback. Not cached (no ETag).",
+            "parameters": openapi.COMMON_PARAMETERS,
+            "responses": {
+                "200": openapi.json_or_jsonp(
+                    openapi.ref("Status"), "The served catalogue and the previous one."
+                ),
+                **openapi.errors("400", "404", "406", "503"),
+            },
+        },
+        "options": openapi.options("the mirror's status"),
+    }
+
+
+# The facts of the served file, under the previous file's id: a few KB; not a setting.
+ENDPOINT = Endpoint(
+    "/status/", "status", mirror_status, _operations, describe, kept_bytes=256 * 1024
+)

@@ -1,0 +1,113 @@
+"""An endpoint of the API declared once: its rule under the prefix, its view, its OPTIONS
+answer, its OpenAPI operations and what it keeps. ``blueprint`` routes a table of them
+(``views/api.py``); ``openapi.build`` documents the same table, so that no address is
+routed without its operation or the reverse."""
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flask import Blueprint, current_app, request
+
+from ...api.parameters import RENDERING
+from ...byte_cache import ByteCache
+from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG
+
+EXTENSION = "demoserv.web.views.endpoints"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    rule: str  # under API_PREFIX: "/", "/productions/<...:record_id>/", "/openapi.json"
+    name: str  # the view's endpoint name, unique in the table
+    view: Callable  # the GET answer, given the rule's variables
+    operations: Callable  # (spec) -> the OpenAPI operations of its path, by method
+    describe: Callable | None = None  # the OPTIONS body; None: Allow only, no suffixes
+    path_parameters: tuple = ()  # OpenAPI parameters of the rule's variables
+    lists: str | None = None  # the resource it lists: the API root names its address
+    kept_bytes: int = 0  # the budget of a ByteCache of its own (``kept``); 0: none
+
+    @property
+    def path(self):
+        return API_PREFIX + self.rule
+
+    @property
+    def document_path(self):
+        """The path as the OpenAPI document writes it: a variable as ``{id}``."""
+        return re.sub(r"<[^>]*record_id>", "{id}", self.path)
+
+    @property
+    def suffixed(self):
+        """Whether the path is served with a format suffix too (every answer of the
+        API's own, which OPTIONS describes)."""
+        return self.describe is not None
+
+
+def blueprint(endpoints):
+    """The routes of ``endpoints``; each answers GET (and so HEAD) and OPTIONS, and an
+    API answer also at its path with a format suffix in place of its trailing slash
+    (``.../productions.json``: negotiation.negotiate reads the suffix)."""
+    bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
+    for endpoint in endpoints:
+        if endpoint.describe is None:
+            bp.add_url_rule(endpoint.rule, endpoint.name, endpoint.view)
+            continue
+        routed = _routed(endpoint.view, endpoint.describe)
+        for rule in (endpoint.rule, suffixed(endpoint.rule)):
+            bp.add_url_rule(rule, endpoint.name, routed, methods=["GET", "OPTIONS"])
+
+    @bp.record_once
+    def _keep(state):
+        state.app.extensions[EXTENSION] = Routed(
+            endpoints,
+            {each.name: ByteCache(each.kept_bytes) for each in endpoints if each.kept_bytes},
+        )
+
+    return bp
+
+
+@dataclass(frozen=True)
+class Routed:
+    """What an app routes: its table of endpoints and their caches, by name."""
+
+    endpoints: list
+    caches: dict
+
+
+def routed():
+    return current_app.extensions[EXTENSION]
+
+
+def kept(name):
+    """The cache of the endpoint ``name`` in this app."""
+    return routed().caches[name]
+
+
+def options_body(name, description, parameters=RENDERING):
+    """The body of an OPTIONS answer (the upstream's, Django REST Framework's, metadata)."""
+    return {
+        "name": name,
+        "description": description,
+        "renders": [JSON_TYPE],
+        "parses": [],
+        "parameters": parameters,
+    }
+
+
+def _routed(view, describe):
+    @functools.wraps(view)
+    def answer(**kwargs):
+        kwargs.pop(PATH_FORMAT_ARG, None)
+        if request.method == "OPTIONS":
+            return describe()
+        return view(**kwargs)
+
+    answer.provide_automatic_options = False
+    return answer
+
+
+def suffixed(rule):
+    """``rule`` with a format suffix in place of its trailing slash (the API root keeps
+    its slash: ``/api/v1/.json``)."""
+    return (rule if rule == "/" else rule[:-1]) + "." + PATH_FORMAT
