@@ -8,7 +8,6 @@ import pytest
 
 from demoserv import create_app
 from demoserv.loader.sources import load_catalogue
-from demoserv.resources import BY_NAME
 from demoserv.web.kept_answers import KeptAnswers
 
 from . import catalogue_factory
@@ -21,9 +20,8 @@ SITE_URL = "https://site.example"
 # The test catalogue's random seed; any seed gives a catalogue the suite must pass on.
 SEED = int(os.environ.get("DEMOSERV_TEST_SEED", "1"))
 # The page sizes in-process apps serve in the suite: small, so that a small catalogue
-# spans pages, and each its own, so that a mix-up of resources shows. The contract's
-# sizes, as the resources declare them, are served under ``real_page_sizes``.
-DECLARED_PAGE_SIZES = {name: resource.page_size for name, resource in BY_NAME.items()}
+# spans pages, and each its own, so that a mix-up of resources shows. An app made with
+# ``page_sizes=None`` serves the contract's sizes, as the resources declare them.
 SMALL_PAGE_SIZES = {
     "party_series": 7,
     "bbses": 8,
@@ -32,28 +30,6 @@ SMALL_PAGE_SIZES = {
     "releasers": 11,
     "production_types": 5,
 }
-
-
-@contextlib.contextmanager
-def page_sizes(sizes):
-    """In-process apps serve pages of ``sizes`` ({resource: records a page}) meanwhile."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, size in sizes.items():
-            patch.setattr(BY_NAME[name], "page_size", size)
-        yield
-
-
-@pytest.fixture(scope="session", autouse=True)
-def small_page_sizes():
-    with page_sizes(SMALL_PAGE_SIZES):
-        yield
-
-
-@pytest.fixture
-def real_page_sizes():
-    """The page sizes the resources declare, as the contract and the upstream have them."""
-    with page_sizes(DECLARED_PAGE_SIZES):
-        yield
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +51,7 @@ def loaded_database(catalogue_dir, tmp_path_factory):
     return path
 
 
-def suite_app(database, kept_answers_class=AnsweredTwice, **config):
+def suite_app(database, kept_answers_class=AnsweredTwice, page_sizes=SMALL_PAGE_SIZES, **config):
     """An app serving ``database`` as the suite's apps do: no seed built, a test client
     that checks every answer against the OpenAPI document, and each request answered
     cold and, when its answer is kept, warm as well, the two compared
@@ -83,6 +59,7 @@ def suite_app(database, kept_answers_class=AnsweredTwice, **config):
     app = create_app(
         {"TESTING": True, "DATABASE": str(database), "SEED_DIR": "", **config},
         kept_answers_class=kept_answers_class,
+        page_sizes=page_sizes,
     )
     app.test_client_class = ValidatingClient
     return app
@@ -90,8 +67,9 @@ def suite_app(database, kept_answers_class=AnsweredTwice, **config):
 
 @pytest.fixture
 def make_app():
-    def make(database, kept_answers_class=AnsweredTwice, **config):
-        return suite_app(database, kept_answers_class, **{"SITE_URL": SITE_URL, **config})
+    def make(database, kept_answers_class=AnsweredTwice, page_sizes=SMALL_PAGE_SIZES, **config):
+        config = {"SITE_URL": SITE_URL, **config}
+        return suite_app(database, kept_answers_class, page_sizes, **config)
 
     return make
 

@@ -73,7 +73,7 @@ def test_spec_production_types(seed):
 PAGED = ("parties", "productions", "releasers")
 
 
-def test_lists_span_pages(seed, real_page_sizes):
+def test_lists_span_pages(seed):
     for resource in PAGED:
         assert len(seed[resource]) > BY_NAME[resource].page_size, resource
     # Every real production type upstream; there are fewer than a page of them.

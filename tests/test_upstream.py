@@ -21,7 +21,7 @@ from demoserv.loader.sources import load_catalogue
 from demoserv.store.values import MAX_TEXT, sortable_title
 from demoserv.web.db import read_only_engine
 
-from .conftest import DECLARED_PAGE_SIZES, page_sizes, suite_app
+from .conftest import suite_app
 from .test_load import record_facts
 
 # The upstream's sample export and its API's answers for it (tests/data/upstream/README.md).
@@ -50,12 +50,10 @@ def golden(tmp_path_factory):
     return folder / "golden-shared"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def upstream_page_sizes():
-    """The upstream's answers hold pages of the contract's sizes: every test here, and
-    the answers the module's app keeps, are served at those."""
-    with page_sizes(DECLARED_PAGE_SIZES):
-        yield
+def upstream_app(database, **config):
+    """The upstream's answers hold pages of the contract's sizes: every app here serves
+    the declared page sizes."""
+    return suite_app(database, page_sizes=None, **config)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +65,7 @@ def imported(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def upstream_client(imported):
-    return suite_app(imported[0], SERVICE_URL_FIELD="demozoo_url").test_client()
+    return upstream_app(imported[0], SERVICE_URL_FIELD="demozoo_url").test_client()
 
 
 def _ties_sorted(items, key, tie_break):
@@ -424,7 +422,9 @@ def test_an_id_out_of_range_on_the_command_line_is_one_line(tmp_path, sample_tex
     shutil.copyfile(imported[0], served)
     before = served.read_bytes()
     text, line = _with_fields(sample_text, "productions_production", {"id": str(2**63)})
-    result = suite_app(served).test_cli_runner().invoke(args=["load", str(_dump(tmp_path, text))])
+    result = (
+        upstream_app(served).test_cli_runner().invoke(args=["load", str(_dump(tmp_path, text))])
+    )
     assert result.exit_code == 1
     assert result.output == (
         f"productions_production:{line}: id: '9223372036854775808' is out of range "
@@ -438,7 +438,7 @@ def test_what_an_export_holds_reaches_the_terminal_printable(tmp_path, sample_te
     bidirectional mark in them, are shown escaped: on one line, moving no cursor."""
     served = tmp_path / "served.sqlite3"
     shutil.copyfile(imported[0], served)
-    runner = suite_app(served).test_cli_runner()
+    runner = upstream_app(served).test_cli_runner()
     marks = "\x1b[2J\r\u202e"
     head = "-- Started on 2026-11-27 10:00:00 UTC\x1b]0;\u202e\x07\n"  # a title, then bell
     dated = _dump(tmp_path, head + sample_text)
@@ -475,7 +475,7 @@ def test_values_at_the_limits_of_their_types_load_and_are_served(tmp_path, sampl
         text, _ = _with_fields(text, table, values, number)
     served = tmp_path / "served.sqlite3"
     counts, _ = load_catalogue(_dump(tmp_path, text), served)
-    client = suite_app(served).test_client()
+    client = upstream_app(served).test_client()
     record = client.get(f"/api/v1/productions/{largest}/").json
     assert record["title"] == production["title"] and record["release_date"] == "9999-12-31"
     placings = [_row(text, "parties_competitionplacing", number)[0] for number in (0, 1)]

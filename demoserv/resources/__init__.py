@@ -4,6 +4,7 @@ API root, the blueprints, OPTIONS, the OpenAPI document) is derived from ``RESOU
 and the load side's registry (``catalogue/resources``) from ``NAMES``. Imports nothing
 of Flask: the build reads the declarations too."""
 
+import copy
 import importlib
 
 # In the API root's order.
@@ -18,4 +19,18 @@ NAMES = [
 ]
 RESOURCES = [importlib.import_module(f"{__name__}.{name}").resource for name in NAMES]
 BY_NAME = {resource.name: resource for resource in RESOURCES}
+
+
+def with_page_sizes(sizes):
+    """``RESOURCES``, each one ``sizes`` names ({name: records a page}) a copy serving
+    pages of that size: what an app made with ``page_sizes`` serves."""
+    resized = []
+    for resource in RESOURCES:
+        if resource.name in sizes:
+            resource = copy.copy(resource)
+            resource.page_size = sizes[resource.name]
+        resized.append(resource)
+    return resized
+
+
 assert list(BY_NAME) == NAMES, "each module declares the resource it is named after"

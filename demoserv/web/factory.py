@@ -55,12 +55,15 @@ def give_back_large_blocks(libc=None):
     return mallopt is not None and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
 
 
-def create_app(test_config=None, instance_path=None, database=None, kept_answers_class=None):
+def create_app(
+    test_config=None, instance_path=None, database=None, kept_answers_class=None, page_sizes=None
+):
     """Configuration: defaults, then ``instance/config.py``, then ``DEMOSERV_*``
     environment variables; a test config replaces the last two. ``instance_path``
     replaces the checkout's ``instance/`` folder, ``database`` (``--database``) the
-    ``DATABASE`` setting; ``kept_answers_class`` replaces ``KeptAnswers`` (the tests'
-    seam: one that answers each request twice). A bad setting raises
+    ``DATABASE`` setting. The tests' seams: ``kept_answers_class`` replaces
+    ``KeptAnswers`` (one that answers each request twice), ``page_sizes`` ({resource:
+    records a page}) the declared page sizes. A bad setting raises
     ``settings.SettingError``."""
     # Named after the package, whose folder is the app's root (instance/ beside it).
     app = Flask("demoserv", instance_path=instance_path, instance_relative_config=True)
@@ -91,7 +94,7 @@ def create_app(test_config=None, instance_path=None, database=None, kept_answers
     kept.init_app(app)
     negotiation.init_app(app)
     pipeline.init_app(app)
-    app.register_blueprint(endpoints.blueprint(api.ENDPOINTS))
+    app.register_blueprint(endpoints.blueprint(api.served(page_sizes)))
     app.register_blueprint(root.site)
     app.register_blueprint(adhoc.bp)
     return app

@@ -3,13 +3,34 @@ every resource's list and detail, every sub-listing, status, the changes feed, t
 document and its page. The routes (``endpoints.blueprint``), the API root's addresses,
 OPTIONS and the OpenAPI document (``openapi.build``) are all derived from it."""
 
-from ...resources import RESOURCES
+import functools
+
+from ...resources import RESOURCES, with_page_sizes
 from . import changes, openapi, resources, root, status
 
-_ENDPOINTS = [
-    *resources.endpoints(RESOURCES),
-    status.ENDPOINT,
-    changes.ENDPOINT,
-    *openapi.ENDPOINTS,
-]
-ENDPOINTS = [root.endpoint(_ENDPOINTS), *_ENDPOINTS]
+
+def table(declared):
+    """The endpoints of the resources ``declared`` and of the rest of the API."""
+    endpoints = [
+        *resources.endpoints(declared),
+        status.ENDPOINT,
+        changes.ENDPOINT,
+        *openapi.ENDPOINTS,
+    ]
+    return [root.endpoint(endpoints), *endpoints]
+
+
+ENDPOINTS = table(RESOURCES)
+
+
+def served(page_sizes=None):
+    """The table an app serves: ``ENDPOINTS``, or with ``page_sizes`` ({resource: records
+    a page}) in place of the declared sizes, one table for each set of sizes."""
+    if not page_sizes:
+        return ENDPOINTS
+    return _resized(tuple(sorted(page_sizes.items())))
+
+
+@functools.cache
+def _resized(sizes):
+    return table(with_page_sizes(dict(sizes)))
