@@ -13,11 +13,13 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
+from sqlalchemy import create_engine, select
 
 from demoserv.loader import install, status_facts
 from demoserv.loader.sources import LoadOptions, load_catalogue, load_source
-from demoserv.store import facts
+from demoserv.store import facts, tables
 from demoserv.store.values import connect_read_only
+from demoserv.web.db import Database
 
 from . import catalogue_factory
 
@@ -296,3 +298,38 @@ def test_a_load_tells_the_versions_before_and_after_as_before(files, tmp_path):
     )
     assert outcome.version_before != outcome.version_after
     assert former_version(target) == facts.version_and_time(target)
+
+
+# The server: the facts it opens a file with, and the status page.
+
+
+def former_serving_facts(path):
+    """What web/db.py read when it opened a file, as it read it (SQLAlchemy)."""
+    engine = create_engine(
+        "sqlite://", creator=lambda: connect_read_only(path), json_deserializer=orjson.loads
+    )
+    try:
+        with engine.connect() as connection:
+            info = connection.execute(select(tables.catalogue_info)).mappings().one()
+            counts = dict(connection.execute(select(tables.record_counts)).all())
+    finally:
+        engine.dispose()
+    return (
+        info["version"],
+        info["loaded_at"],
+        counts,
+        frozenset(info["features"]),
+        info["history"],
+    )
+
+
+def test_the_server_opens_a_file_once_with_the_facts_it_read_before(files, opened):
+    database = Database(files["served"], facts.file_facts(files["served"]).schema_version)
+    opened.clear()
+    catalogue = database.current()
+    assert opened == [files["served"]]
+    expected = former_serving_facts(files["served"])
+    found = (catalogue.version, catalogue.loaded_at, catalogue.counts, catalogue.features)
+    assert found + (catalogue.history,) == expected
+    assert list(catalogue.counts) == list(expected[2]) and catalogue.history is not None
+    database.close()
