@@ -333,3 +333,22 @@ def test_the_server_opens_a_file_once_with_the_facts_it_read_before(files, opene
     assert found + (catalogue.history,) == expected
     assert list(catalogue.counts) == list(expected[2]) and catalogue.history is not None
     database.close()
+
+
+def test_the_status_page_reads_the_served_file_in_its_request_and_the_previous_once(
+    files, tmp_path, make_app, opened
+):
+    target = tmp_path / "served.sqlite3"
+    shutil.copyfile(files["served"], target)
+    shutil.copyfile(files["previous"], install.previous_path(target))
+    expected = json.loads(json.dumps(former_status(target, paths=False)))
+    opened.clear()
+    answer = make_app(target).test_client().get("/api/v1/status/")  # the catalogue opened
+    assert answer.status_code == 200 and answer.json == expected
+    assert sorted(opened) == sorted([target, install.previous_path(target)])
+    # An app whose catalogue is open already: the status page opens only the previous file.
+    client = make_app(target).test_client()
+    assert client.get("/api/v1/platforms/").status_code == 200
+    opened.clear()
+    assert client.get("/api/v1/status/").json == expected
+    assert opened == [install.previous_path(target)]

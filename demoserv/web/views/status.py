@@ -4,7 +4,9 @@ record counts, and the previous catalogue kept for a rollback (``demoserv status
 same, with the file system paths, which this never shows).
 
 Not a resource, so not in the API root (which stays the upstream's). Its facts are read
-once per served file (and previous file), not per request: kept in a ``ByteCache``."""
+once per served file (and previous file), not per request: kept in a ``ByteCache``. The
+served file's are read (``store/facts.py``) in the request's own connection, so that they
+are those of the file the answer is kept under, and the served file is not opened again."""
 
 import os
 
@@ -12,8 +14,16 @@ from flask import Blueprint, current_app
 
 from ...byte_cache import ByteCache
 from ...loader import install, status_facts
+from ...store import facts as store_facts
 from ..conditional import label_by_content
-from ..db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
+from ..db import (
+    UNAVAILABLE,
+    CatalogueUnavailable,
+    database_path,
+    driver_connection,
+    get_catalogue,
+    get_connection,
+)
 from ..negotiation import API_PREFIX
 from .resources import add_view, options_body
 
@@ -52,7 +62,8 @@ def mirror_status():
     kept = current_app.extensions[KEPT]
     facts = kept.find(previous, catalogue.file_id)
     if facts is None:
-        facts = status_facts.status(target, paths=False)
+        served = store_facts.read_file_facts(driver_connection(get_connection()))
+        facts = status_facts.status(target, paths=False, served=served)
         if facts is None:  # removed since the request began
             raise CatalogueUnavailable(UNAVAILABLE + "the catalogue file is missing.")
         kept.keep(previous, facts, len(current_app.json.dumps(facts)), catalogue.file_id)
