@@ -20,6 +20,7 @@ from demoserv.loader import install
 from demoserv.loader.feed import build as build_feed
 from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
+from demoserv.store import facts
 from demoserv.web.db import get_database
 from demoserv.web.kept_answers import KeptAnswers
 from demoserv.web.views import changes as changes_module
@@ -462,7 +463,7 @@ def test_the_feed_validators_follow_the_history(make_app, loads, tmp_path, monke
     again = tmp_path / "again.sqlite3"
     shutil.copyfile(files[1], again)
     load_catalogue(folders[0], again)
-    assert install._version_and_time(again)[0] == versions[0]
+    assert facts.version_and_time(again).version == versions[0]
     target = tmp_path / "served.sqlite3"
     shutil.copyfile(files[0], target)
     client = make_app(target, kept_answers_class=KeptAnswers).test_client()

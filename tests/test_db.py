@@ -216,6 +216,8 @@ def test_a_file_of_another_schema_is_503_logged_once(
         ),
         ("UPDATE catalogue_info SET loaded_at = 'not a time'", "loaded_at: 'not a time' is not"),
         ("UPDATE catalogue_info SET history = '<history>'", "history: '<history>' is not 32"),
+        ("DELETE FROM catalogue_info", "catalogue_info: not one row"),
+        ("INSERT INTO catalogue_info SELECT * FROM catalogue_info", "catalogue_info: not one row"),
     ],
 )
 def test_a_file_put_in_place_with_damaged_facts_is_503_logged_once(

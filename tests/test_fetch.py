@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from demoserv.loader import fetch, install, provenance
+from demoserv.loader import fetch, provenance
 from demoserv.loader.reporting import DOWNLOAD, Retrying, StageAdvanced, StageFinished, StageStarted
 from demoserv.loader.sources import load_catalogue
+from demoserv.store import facts
 
 from .conftest import refusing_url, suite_app
 from .terminal import run_on_a_terminal
@@ -201,7 +202,7 @@ def served_copy(tmp_path, source):
 
 
 def fingerprint(path):
-    info = install._version_and_time(path)
+    info = facts.version_and_time(path)
     stat = os.stat(path)
     return hashlib.sha256(path.read_bytes()).hexdigest(), info, stat.st_ino, stat.st_mtime_ns
 
@@ -229,12 +230,12 @@ def test_the_first_load_from_an_address_records_its_source(from_url, server):
     assert lines[0].startswith(f"Downloaded {server.url}: 342.8 kB in ")
     assert lines[1].startswith(f"Loaded {server.url}: 250 party_series, ")
     assert "2,350 productions" in lines[1] and len(lines) == 2
-    facts = provenance.read(path)
-    assert facts["kind"] == "url" and facts["source"] == server.url
-    assert (facts["etag"], facts["last_modified"]) == (ETAG, LAST_MODIFIED)
-    assert facts["size"] == str(SAMPLE.stat().st_size)
-    assert facts["sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
-    assert "export_date" not in facts  # the sample states no date of its own
+    source = facts.provenance(path)
+    assert source["kind"] == "url" and source["source"] == server.url
+    assert (source["etag"], source["last_modified"]) == (ETAG, LAST_MODIFIED)
+    assert source["size"] == str(SAMPLE.stat().st_size)
+    assert source["sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    assert "export_date" not in source  # the sample states no date of its own
     assert {p.name for p in path.parent.iterdir()} <= KEPT
 
 
@@ -288,7 +289,7 @@ def test_a_file_with_the_bytes_served_is_not_loaded_again(from_file, tmp_path):
 
 def test_a_changed_export_is_loaded_and_force_loads_the_same(from_url, server, tmp_path):
     target = served_copy(tmp_path, from_url[0])
-    version = install._version_and_time(target)[0]
+    version = facts.version_and_time(target).version
     previous = target.with_name("db.sqlite3.previous")
     kept = previous.read_bytes() if previous.exists() else None
     # The same records in other bytes, as a new export: loaded, and said to be the same.
@@ -300,7 +301,7 @@ def test_a_changed_export_is_loaded_and_force_loads_the_same(from_url, server, t
     assert loaded.startswith(f"Loaded {server.url}: party_series 250 → 250, ")
     assert loaded.endswith(f"(the same records as before, version {version}).")
     assert server.log[0][0]["If-None-Match"] == ETAG and server.log[0][1] == 200
-    assert provenance.read(target)["etag"] == '"export-2"'
+    assert facts.provenance(target)["etag"] == '"export-2"'
     # The same records: the catalogue before them stays the one a rollback serves.
     assert (previous.read_bytes() if previous.exists() else None) == kept
     # --force: no validators sent, loaded although it is the export served.
@@ -555,7 +556,7 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
 ):
     target = served_copy(tmp_path, from_url[0])
     shutil.copy2(from_file, target.with_name("db.sqlite3.previous"))
-    version = install._version_and_time(target)[0]
+    version = facts.version_and_time(target).version
     app = make_app(target)
     result = app.test_cli_runner().invoke(args=["status"])
     assert result.exit_code == 0, result.output
@@ -577,9 +578,9 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
 
     answer = app.test_client().get("/api/v1/status/")  # checked against the OpenAPI document
     assert answer.status_code == 200 and answer.headers["Cache-Control"] == "no-cache"
-    facts = answer.json
-    assert facts["version"] == version and facts["counts"]["productions"] == 2350
-    assert facts["source"] == {
+    answered = answer.json
+    assert answered["version"] == version and answered["counts"]["productions"] == 2350
+    assert answered["source"] == {
         "kind": "url",
         "source": server.url,
         "etag": ETAG,
@@ -588,7 +589,7 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
         "sha256": hashlib.sha256(SAMPLE.read_bytes()).hexdigest(),
         "export_date": None,
     }
-    assert facts["previous"]["source"]["source"] == SAMPLE.name
+    assert answered["previous"]["source"]["source"] == SAMPLE.name
     assert str(tmp_path) not in answer.get_data(as_text=True)  # no file system path
     assert str(SAMPLE.parent) not in answer.get_data(as_text=True)
     options = app.test_client().options("/api/v1/status/")
@@ -597,7 +598,7 @@ def test_status_says_what_is_served_and_what_rollback_would_serve(
     head = app.test_client().head("/api/v1/status/")
     assert head.status_code == 200 and head.data == b""
     suffixed = app.test_client().get("/api/v1/status.json")  # like every API path
-    assert suffixed.status_code == 200 and suffixed.json == facts
+    assert suffixed.status_code == 200 and suffixed.json == answered
     jsonp = app.test_client().get("/api/v1/status/?format=jsonp&callback=seen")
     assert jsonp.data == b"seen(" + answer.data + b");"
 

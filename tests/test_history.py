@@ -15,6 +15,7 @@ import pytest
 from demoserv.loader import history, install, status_facts
 from demoserv.loader.sources import LoadOptions, load_catalogue, load_source
 from demoserv.resources import RESOURCES
+from demoserv.store import facts
 from demoserv.store.templates import RecordCodec
 
 from .test_upstream import SAMPLE
@@ -80,7 +81,7 @@ def loads(tmp_path_factory):
         load_catalogue(folder, target)
         files.append(root / f"after{number}.sqlite3")
         shutil.copyfile(target, files[-1])
-        versions.append(install._version_and_time(target)[0])
+        versions.append(facts.version_and_time(target).version)
     return folders, files, versions
 
 

@@ -17,6 +17,7 @@ from demoserv.loader.build import Builder
 from demoserv.loader.install import InstallError, building, install, previous_path
 from demoserv.loader.reporting import CatalogueError
 from demoserv.loader.sources import load_catalogue
+from demoserv.store import facts
 
 from . import catalogue_factory
 
@@ -45,9 +46,7 @@ def two_catalogues(tmp_path_factory):
 
 
 def served_productions(database):
-    from demoserv.loader.install import served_counts
-
-    return served_counts(database).get("productions")
+    return facts.counts(database).get("productions")
 
 
 def leftovers(folder):

@@ -5,4 +5,5 @@ upstream export's reader, validation, the build, install and rollback, history, 
 
 May import ``store``, ``api`` and ``resources``; never Flask, ``web``, ``listings``,
 ``server`` or ``cli``. This package's own module imports nothing, so that the server can
-read a file's facts (``status_facts``, ``install``) without importing the builder."""
+use ``status_facts`` and ``install`` without importing the builder; a file's facts
+themselves are read by ``store.facts``."""

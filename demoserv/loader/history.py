@@ -26,8 +26,9 @@ from urllib.parse import quote
 
 import orjson
 
+from ..store import facts
 from ..store.values import TIME_FORMAT, read_only_uri
-from . import feed, install
+from . import feed
 
 KEEP_DAYS = 90  # the default of the CHANGES_KEPT_DAYS setting
 CHANGES = ("added", "changed", "removed")
@@ -75,9 +76,7 @@ def record(build, target, keep_days=KEEP_DAYS):
             if served:
                 connection.execute("ATTACH DATABASE ? AS served", (read_only_uri(target),))
                 served = _has_history(connection)
-            version, loaded_at = connection.execute(
-                "SELECT version, loaded_at FROM main.catalogue_info"
-            ).fetchone()
+            version, loaded_at = facts.read_version(connection)  # the new file's (main)
             if served:
                 number = _copy_history(connection, cutoff) + 1
                 _compare(connection, number)
@@ -148,23 +147,3 @@ def _add_load(connection, number, version, loaded_at, counts):
         "VALUES (?, ?, ?, ?)",
         (number, version, loaded_at, orjson.dumps(counts).decode()),
     )
-
-
-def summary(path):
-    """The last load of the catalogue file at ``path`` (its version, time and counts) and
-    the oldest kept (how far back the history goes); None if it holds no history."""
-    rows = install._read(
-        path,
-        "SELECT version, loaded_at, counts FROM catalogue_loads "
-        "WHERE load_number IN (SELECT min(load_number) FROM catalogue_loads "
-        "UNION SELECT max(load_number) FROM catalogue_loads) ORDER BY load_number",
-        lambda cursor: cursor.fetchall(),
-        [],
-    )
-    if not rows:
-        return None
-    (first_version, first_at, _), (version, loaded_at, counts) = rows[0], rows[-1]
-    return {
-        "last_load": {"version": version, "loaded_at": loaded_at, "counts": orjson.loads(counts)},
-        "since": {"version": first_version, "loaded_at": first_at},
-    }

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
-from ..store.values import connect_read_only
+from ..store import facts
 from .reporting import Warned, silent
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -240,48 +240,13 @@ def building(target, *, wait=False, report=silent):
 # Switching files.
 
 
-def _read(path, statement, answer, default):
-    """``answer`` of ``statement``'s cursor on the catalogue file at ``path``, opened
-    read-only; ``default`` if the file is absent or unusable."""
-    try:
-        connection = connect_read_only(path)
-    except sqlite3.Error:
-        return default
-    try:
-        return answer(connection.execute(statement))
-    except sqlite3.Error:
-        return default
-    finally:
-        connection.close()
-
-
-def served_counts(path):
-    """Record counts of the catalogue file at ``path``; {} if it is absent or unusable."""
-    return _read(path, "SELECT resource, count FROM record_counts", dict, {})
-
-
-def _version_and_time(path):
-    """(version, loaded_at) of the catalogue file at ``path``; None if it has none."""
-    query = "SELECT version, loaded_at FROM catalogue_info"
-    return _read(path, query, lambda cursor: cursor.fetchone(), None)
-
-
-def _same_records(build, target):
-    """Whether the file ``build`` holds the records served at ``target`` (one version)."""
-    served, built = _version_and_time(target), _version_and_time(build)
-    return served is not None and built is not None and served[0] == built[0]
-
-
-def _keep_time_of_same_records(build, target):
+def _keep_time_of_same_records(build, loaded_at):
     """A new file of the records already served keeps their time (``Last-Modified``):
     reloading unchanged data changes no answer, not even a date."""
-    served, built = _version_and_time(target), _version_and_time(build)
-    if served is None or built is None or served[0] != built[0] or served[1] == built[1]:
-        return
     connection = sqlite3.connect(build)
     try:
         with connection:
-            connection.execute("UPDATE catalogue_info SET loaded_at = ?", (served[1],))
+            connection.execute("UPDATE catalogue_info SET loaded_at = ?", (loaded_at,))
     finally:
         connection.close()
 
@@ -335,7 +300,7 @@ def refuse_to_empty(target, counts, *, allow_empty=False):
     """InstallError if a catalogue of ``counts`` would leave empty a resource that the
     catalogue served at ``target`` has (unless ``allow_empty``). Returns the served
     catalogue's counts ({} if there is none)."""
-    before = served_counts(target)
+    before = facts.counts(target)
     emptied = [name for name, count in before.items() if count and not counts.get(name)]
     if emptied and not allow_empty:
         lost = ", ".join(f"{name} (served: {before[name]:,})" for name in emptied)
@@ -358,8 +323,10 @@ def install(build_path, target, counts, *, allow_empty=False, report=silent):
     build_path, target = Path(build_path), Path(target)
     before = refuse_to_empty(target, counts, allow_empty=allow_empty)
     try:
-        same_records = _same_records(build_path, target)
-        _keep_time_of_same_records(build_path, target)
+        served, built = facts.version_and_time(target), facts.version_and_time(build_path)
+        same_records = bool(served and built) and served.version == built.version
+        if same_records and served.loaded_at != built.loaded_at:
+            _keep_time_of_same_records(build_path, served.loaded_at)
         _take_owner_and_mode(build_path, target, report)
         _fsync(build_path)
         with _switching():
@@ -397,7 +364,7 @@ def rollback(target, *, wait=False, report=silent):
             served_stat = None
         if served_stat is not None and os.path.samestat(previous_stat, served_stat):
             raise InstallError(f"{previous}: the previous catalogue is the one served")
-        if not served_counts(previous):
+        if not facts.counts(previous):
             raise InstallError(f"{previous}: not a usable catalogue file")
         scratch = _scratch_path(target)
         try:
@@ -414,4 +381,4 @@ def rollback(target, *, wait=False, report=silent):
             _fsync(target.parent)
         except OSError as error:
             report(Warned(f"{target}: rolled back, but fsync failed: {error}"))
-        return served_counts(target)
+        return facts.counts(target)

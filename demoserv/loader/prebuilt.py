@@ -24,7 +24,7 @@ import orjson
 import zstandard
 
 from ..resources import RESOURCES
-from ..store import tables
+from ..store import facts, tables
 from ..store.fingerprint import schema_version
 from ..store.tables import expected_columns, schema_mismatch
 from ..store.templates import RecordCodec
@@ -168,7 +168,7 @@ def _check_contents(connection, refuse):
     missing = [index.name for index in tables.INDEXES if index.name not in names]
     if missing:
         raise refuse(f"an unfinished catalogue: no index {missing[0]}")
-    counts = dict(connection.execute("SELECT resource, count FROM record_counts"))
+    counts = facts.read_counts(connection)
     dictionaries = set(connection.execute("SELECT resource, kind FROM dictionaries"))
     columns = {row[0] for row in connection.execute("SELECT resource FROM listing_columns")}
     for name in tables.RECORD_TABLES:

@@ -1,6 +1,6 @@
 """Where a catalogue file came from: facts recorded in its ``catalogue_source`` table when
-it is built, read back to decide whether a new export differs from the served one and to
-tell operators and monitors what a mirror serves.
+it is built, read back (``store.facts.provenance``) to decide whether a new export differs
+from the served one and to tell operators and monitors what a mirror serves.
 
 Keys (each optional but ``kind``, ``source`` and ``loaded_at``):
 
@@ -25,7 +25,7 @@ import zlib
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ..store.values import TIME_FORMAT, connect_read_only
+from ..store.values import TIME_FORMAT
 
 HEAD = 1 << 16  # bytes of a dump's text searched for its own date
 HASH_CHUNK = 1 << 20
@@ -106,21 +106,6 @@ def record(path, facts):
                 "INSERT INTO catalogue_source (key, value) VALUES (?, ?)",
                 [(key, str(value)) for key, value in facts.items() if value is not None],
             )
-    finally:
-        connection.close()
-
-
-def read(path):
-    """The facts recorded in the catalogue file at ``path``; {} if it has none or is
-    absent or unusable."""
-    try:
-        connection = connect_read_only(path)
-    except sqlite3.Error:
-        return {}
-    try:
-        return dict(connection.execute("SELECT key, value FROM catalogue_source"))
-    except sqlite3.Error:
-        return {}
     finally:
         connection.close()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from ..store import facts
 from . import adhoc_answers, fetch, history, install, prebuilt, provenance
 from .build import Builder
 from .files import catalogue_files
@@ -112,13 +113,13 @@ def load_source(source, target, options=None):
     outcome.version_before = version_before
     outcome.version_after = _version(target) if outcome.changed else version_before
     if not outcome.changed:
-        outcome.counts = install.served_counts(target)
+        outcome.counts = facts.counts(target)
     return outcome
 
 
 def _version(target):
-    info = install._version_and_time(target)
-    return info[0] if info else None
+    info = facts.version_and_time(target)
+    return info.version if info else None
 
 
 def _building(target, options):
@@ -151,12 +152,12 @@ def _read_folder(builder, paths, report):
 def _load_file(source, target, options):
     with _building(target, options) as building:
         try:
-            facts = provenance.of_file(source)
+            origin = provenance.of_file(source)
         except OSError as error:
             raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
-        if not options.force and provenance.same_export(facts, provenance.read(target)):
+        if not options.force and provenance.same_export(origin, facts.provenance(target)):
             return Outcome(source.name, False, why=SAME_BYTES)
-        counts = _build_export(source, building, target, facts, options)
+        counts = _build_export(source, building, target, origin, options)
         before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
 
@@ -169,7 +170,7 @@ def file_name(url):
 def _load_address(url, target, options):
     shown = provenance.public_address(url)
     with _building(target, options) as building:
-        served = provenance.read(target)
+        served = facts.provenance(target)
         same_address = served.get("kind") == "url" and served.get("source") == shown
         known = served if same_address and not options.force else None
         download_path = building.with_name(building.name + ".download")

@@ -6,23 +6,26 @@ and without an address's query string."""
 
 from urllib.parse import urlsplit
 
-from . import history, install, provenance
+from ..store import facts as store_facts
+from . import install
 
 KINDS = {"url": "an address", "file": "an export file", "folder": "a catalogue folder"}
 SOURCE_KEYS = ("kind", "source", "etag", "last_modified", "size", "sha256", "export_date")
 
 
 def file_status(path, *, paths=True):
-    """The facts of the catalogue file at ``path``; None if it is absent or unusable."""
-    info = install._read(
-        path,
-        "SELECT version, loaded_at, schema_version FROM catalogue_info",
-        lambda cursor: cursor.fetchone(),
-        None,
-    )
-    if info is None:
+    """The facts of the catalogue file at ``path``, read in one connection; None if it
+    is absent or unusable."""
+    return described(store_facts.file_facts(path), paths=paths)
+
+
+def described(read, *, paths=True):
+    """The status of a file whose facts are ``read`` (a store.facts.FileFacts; None for
+    none); with ``paths``, the file system path of its source too (demoserv status),
+    without it no path and no address's query string (over HTTP)."""
+    if read is None:
         return None
-    facts = provenance.read(path)
+    facts = read.provenance
     source = {key: facts.get(key) for key in SOURCE_KEYS}
     if source["size"] is not None:
         source["size"] = int(source["size"])
@@ -32,20 +35,25 @@ def file_status(path, *, paths=True):
         # Answered to anyone: not a query string, which may hold an access token.
         source["source"] = urlsplit(source["source"])._replace(query="").geturl()
     return {
-        "version": info[0],
-        "records_since": info[1],
+        "version": read.version,
+        "records_since": read.loaded_at,
         "loaded_at": facts.get("loaded_at"),
-        "schema_version": info[2],
-        "counts": install.served_counts(path),
-        "changes": history.summary(path),
+        "schema_version": read.schema_version,
+        "counts": read.counts,
+        "changes": read.history,
         "source": source,
     }
 
 
-def status(target, *, paths=True):
+def status(target, *, paths=True, served=None):
     """The served file's facts, with ``previous``: the previous file's (or None). None
-    if no catalogue is served."""
-    served = file_status(target, paths=paths)
+    if no catalogue is served. ``served``: the served file's FileFacts, when the caller
+    has read them in its own connection to it (the server's request); None: they are
+    read from ``target``. Each file is opened once."""
+    if served is None:
+        served = file_status(target, paths=paths)
+    else:
+        served = described(served, paths=paths)
     if served is None:
         return None
     previous = file_status(install.previous_path(target), paths=paths)

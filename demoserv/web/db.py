@@ -12,6 +12,7 @@ after a switch would read the new file under the old file's version and dictiona
 
 import logging
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import QueuePool
 
 from ..listings.kept import Listings
-from ..store import tables
+from ..store import facts, tables
 from ..store.templates import RecordCodec
 from ..store.values import connect_read_only, facts_error
 from .error_handlers import APIError
@@ -170,21 +171,24 @@ class Database:
             with engine.connect() as connection:
                 mismatch = tables.schema_mismatch(connection, self._expected)
                 if mismatch is None:
-                    info = connection.execute(select(tables.catalogue_info)).mappings().one()
-                    counts = dict(connection.execute(select(tables.record_counts)).all())
+                    # The file's facts as every reader reads them (store/facts.py), in
+                    # this one connection.
+                    driver = driver_connection(connection)
+                    info = facts.read_info(driver)
+                    counts = facts.read_counts(driver)
                     codecs = {
                         (resource, kind): RecordCodec(data)
                         for resource, kind, data in connection.execute(select(tables.dictionaries))
                     }
-                    if info["schema_version"] != self.schema_version:
+                    if info is not None and info.schema_version != self.schema_version:
                         mismatch = (
-                            f"schema version {info['schema_version']}, "
+                            f"schema version {info.schema_version}, "
                             f"this server reads {self.schema_version}"
                         )
         except FileReplaced:
             engine.dispose()
             raise
-        except (DBAPIError, LookupError, ValueError) as error:
+        except (DBAPIError, sqlite3.Error, LookupError, ValueError) as error:
             engine.dispose()
             cause = getattr(error, "orig", None) or error
             self._fail(
@@ -202,7 +206,10 @@ class Database:
             )
         # What reaches every answer's headers, in the forms a build writes: a file put in
         # place without a load's check (by hand, a rollback) is refused, not answered 500.
-        damaged = facts_error(info["version"], info["loaded_at"], info["history"])
+        if info is None:
+            damaged = "catalogue_info: not one row"
+        else:
+            damaged = facts_error(info.version, info.loaded_at, info.history)
         if damaged:
             engine.dispose()
             self._fail(
@@ -216,18 +223,18 @@ class Database:
             Catalogue(
                 file_id,
                 engine,
-                info["version"],
-                info["loaded_at"],
+                info.version,
+                info.loaded_at,
                 counts,
-                frozenset(info["features"]),
-                info["history"],
+                info.features,
+                info.history,
                 codecs=codecs,
             ),
         )
         if previous is not None:
             # Connections still checked out finish their request and are then closed.
             previous.engine.dispose()
-        log.info("serving catalogue %s loaded at %s", info["version"], info["loaded_at"])
+        log.info("serving catalogue %s loaded at %s", info.version, info.loaded_at)
 
     def describe(self):
         """What is served, in a few words, for the start-up line."""
@@ -285,6 +292,12 @@ def get_connection():
     """This request's connection to its catalogue."""
     get_catalogue()
     return g.db_connection
+
+
+def driver_connection(connection):
+    """The sqlite3 connection under an engine's ``connection``: what store/facts.py's
+    readers ask."""
+    return connection.connection.driver_connection
 
 
 def close_connection(exception=None):

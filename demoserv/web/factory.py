@@ -14,11 +14,12 @@ from flask import Flask
 
 from .. import settings
 from ..listings import guard, kept
-from ..loader import progress, provenance
+from ..loader import progress
 from ..loader.install import InstallError
 from ..loader.reporting import CatalogueError
 from ..loader.sources import load_catalogue
 from ..resources import RESOURCES
+from ..store import facts
 from ..store.fingerprint import schema_version
 from . import access_log, db, error_handlers, negotiation, pipeline
 from .kept_answers import KeptAnswers
@@ -130,7 +131,7 @@ def build_from_seed(app, catalogue=None):
     if not seed:
         return
     if os.path.lexists(path):
-        if catalogue is None or provenance.read(path).get("path") == str(Path(seed).resolve()):
+        if catalogue is None or facts.provenance(path).get("path") == str(Path(seed).resolve()):
             return
     if not os.path.isdir(seed):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)

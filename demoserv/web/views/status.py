@@ -4,15 +4,25 @@ record counts, and the previous catalogue kept for a rollback (``demoserv status
 same, with the file system paths, which this never shows).
 
 Not a resource, so not in the API root (which stays the upstream's). Its facts are read
-once per served file (and previous file), not per request: kept in a ``ByteCache``."""
+once per served file (and previous file), not per request: kept in a ``ByteCache``. The
+served file's are read (``store/facts.py``) in the request's own connection, so that they
+are those of the file the answer is kept under, and the served file is not opened again."""
 
 import os
 
 from flask import current_app
 
 from ...loader import install, status_facts
+from ...store import facts as store_facts
 from ..conditional import label_by_content
-from ..db import UNAVAILABLE, CatalogueUnavailable, database_path, get_catalogue
+from ..db import (
+    UNAVAILABLE,
+    CatalogueUnavailable,
+    database_path,
+    driver_connection,
+    get_catalogue,
+    get_connection,
+)
 from . import openapi
 from .endpoints import Endpoint, kept, options_body
 
@@ -40,7 +50,8 @@ def mirror_status():
     cache = kept("status")
     facts = cache.find(previous, catalogue.file_id)
     if facts is None:
-        facts = status_facts.status(target, paths=False)
+        served = store_facts.read_file_facts(driver_connection(get_connection()))
+        facts = status_facts.status(target, paths=False, served=served)
         if facts is None:  # removed since the request began
             raise CatalogueUnavailable(UNAVAILABLE + "the catalogue file is missing.")
         cache.keep(previous, facts, len(current_app.json.dumps(facts)), catalogue.file_id)
