@@ -98,7 +98,8 @@ SETTINGS = (
         None,
         optional_text,
         "The SQLite file served and loaded (as --database). A relative path is taken from "
-        "the current folder; none: demoserv.sqlite3 in the instance folder.",
+        "the current folder; none: demoserv.sqlite3 in the instance folder. A server "
+        "refuses to start on a file named here that does not exist.",
     ),
     Setting(
         "SITE_URL",
@@ -110,8 +111,9 @@ SETTINGS = (
         "SEED_DIR",
         str(packaged_catalogue("seed")),
         optional_text,
-        "Catalogue folder a new database is built from when `demoserv serve` starts and "
-        "the database does not exist yet; empty: none (the server answers 503 until a load).",
+        "Catalogue folder the default database (in the instance folder) is built from "
+        "when `demoserv serve` starts and it does not exist yet; empty: none (the server "
+        "answers 503 until a load).",
     ),
     Setting(
         "TRUSTED_PROXIES",

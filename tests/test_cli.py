@@ -68,27 +68,35 @@ def test_a_server_that_cannot_listen_says_why(monkeypatch, number, cause):
     def cannot_listen(*arguments, **options):
         raise OSError(number, os.strerror(number))
 
-    monkeypatch.setattr(factory, "serving_app", lambda **options: None)
-    monkeypatch.setattr(serving, "serve", cannot_listen)
+    monkeypatch.setattr(serving, "Listener", cannot_listen)
     result = CliRunner().invoke(main, ["serve", "--listen=127.0.0.1:0"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"demoserv serve: cannot listen on 127.0.0.1:0: {cause}")
     assert result.stderr.count("\n") == 1
 
 
-def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch):
+def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch, tmp_path):
     """--database and --catalogue reach the app as arguments: the command leaves the
-    process's environment as it found it."""
-    made, served = [], []
-    monkeypatch.setattr(factory, "serving_app", lambda **options: made.append(options) or "app")
-    monkeypatch.setattr(serving, "serve", lambda app, *arguments, **options: served.append(app))
+    process's environment as it found it; it listens before the app is started."""
+    made, steps = [], []
+    create_app = factory.create_app
+    monkeypatch.setattr(
+        factory, "create_app", lambda **options: made.append(options) or create_app(**options)
+    )
+    monkeypatch.setattr(
+        factory, "start_serving", lambda app, folder: steps.append(("start", folder))
+    )
+    monkeypatch.setattr(serving, "Listener", lambda settings, **options: steps.append("listen"))
+    monkeypatch.setattr(serving, "serve", lambda listener, app, **options: steps.append("serve"))
+    monkeypatch.chdir(tmp_path)
     environment = dict(os.environ)
     arguments = ["serve", "--listen=127.0.0.1:0", "--database=x.sqlite3", "--catalogue=sample"]
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0, result.output
-    assert made == [{"database": "x.sqlite3", "catalogue": packaged_catalogue("sample")}]
-    assert served == ["app"]
+    assert made == [{"database": "x.sqlite3"}]
+    assert steps == ["listen", ("start", packaged_catalogue("sample")), "serve"]
     assert dict(os.environ) == environment
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_flask_commands_are_the_same_commands(app):
@@ -138,19 +146,44 @@ def test_every_setting_is_listed_by_the_settings_command(tmp_path):
 
 
 def test_a_busy_port(tmp_path, loaded_database):
+    """Said at once, before a catalogue is built or opened: with --catalogue, the
+    database it would build is never made."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for command in ("demoserv", "demoserv-serve"):
-            arguments = [f"--listen=127.0.0.1:{port}", f"--database={loaded_database}"]
-            if command == "demoserv":
-                arguments.insert(0, "serve")
-            result = run_installed(command, *arguments, cwd=tmp_path)
+        runs = [
+            ["serve", f"--database={loaded_database}"],
+            ["serve", "--database=new.sqlite3", "--catalogue=seed"],
+            [f"--database={loaded_database}"],  # demoserv-serve
+        ]
+        for arguments in runs:
+            command = "demoserv" if arguments[0] == "serve" else "demoserv-serve"
+            result = run_installed(command, *arguments, f"--listen=127.0.0.1:{port}", cwd=tmp_path)
             assert one_line(result) == (
                 f"demoserv serve: cannot listen on 127.0.0.1:{port}: the address is in use by "
                 "another program: stop it, or choose another port with --listen HOST:PORT"
             )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_named_database_that_does_not_exist_is_refused(tmp_path):
+    """Only the default database is built from the seed: a path mistyped in --database or
+    DEMOSERV_DATABASE is said, and nothing is made, not even its folder."""
+    typo = tmp_path / "typo" / "x.sqlite3"
+    for arguments, settings, origin in (
+        (["--database=typo/x.sqlite3"], {}, "--database"),
+        ([], {"DEMOSERV_DATABASE": "typo/x.sqlite3"}, "DEMOSERV_DATABASE"),
+    ):
+        result = run_installed(
+            "demoserv", "serve", "--listen=127.0.0.1:0", *arguments, cwd=tmp_path, **settings
+        )
+        assert one_line(result, 2) == (
+            f"demoserv serve: {typo} does not exist (database from {origin}), and only the "
+            f"default database is built from the seed: create it with demoserv load seed "
+            f"--database {typo} (or load another catalogue), or serve it with --catalogue seed"
+        )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
