@@ -84,6 +84,15 @@ def service_url_field(value):
     return value
 
 
+LOG_FORMATS = ("auto", "json", "text")
+
+
+def log_format(value):
+    if value not in LOG_FORMATS:
+        raise ValueError("expected one of " + ", ".join(LOG_FORMATS))
+    return value
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -156,6 +165,13 @@ SETTINGS = (
         service_url_field,
         "Name of the field holding a record's public page: service_url, or the "
         "upstream's own demozoo_url for programs written for the upstream API.",
+    ),
+    Setting(
+        "LOG_FORMAT",
+        "auto",
+        log_format,
+        "The server's log on standard error: json (JSON lines), text (a line for a person "
+        "to read) or auto (text when standard error is a terminal, JSON lines otherwise).",
     ),
     Setting(
         "CHANGES_KEPT_DAYS",
