@@ -292,7 +292,9 @@ def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded
     )
     started = [line["message"] for line in lines if line["logger"] == "demoserv.server.serving"]
     assert started and started[0].startswith(f"Serving on {url}: catalogue version ")
-    assert started[0].endswith(f", database {loaded_database}")
+    assert started[0].endswith(
+        f", database {loaded_database}; the API's docs at {url}/api/v1/docs/"
+    )
     (access,) = [line for line in lines if line["logger"] == "demoserv.access"]
     assert {key: access[key] for key in ("client", "method", "path", "query", "status")} == {
         "client": "127.0.0.1",

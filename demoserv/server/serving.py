@@ -52,6 +52,7 @@ from waitress.task import ErrorTask, WSGITask
 from waitress.utilities import Error
 
 from ..api.error import DETAILS
+from ..web.negotiation import DOCS_PATH
 from ..web.request_limits import MAX_BODY, body_refusal
 
 log = logging.getLogger(__name__)
@@ -312,7 +313,14 @@ def serve(listener, app, *, ready_file=None):
     listener.app = app
     urls = listener.urls
     catalogue = app.extensions["demoserv.web.db"].describe()
-    log.info("Serving on %s: %s, database %s", ", ".join(urls), catalogue, app.config["DATABASE"])
+    log.info(
+        "Serving on %s: %s, database %s; the API's docs at %s%s",
+        ", ".join(urls),
+        catalogue,
+        app.config["DATABASE"],
+        urls[0],
+        DOCS_PATH,
+    )
     warning = untrusted_hosts_warning(urls, app.config["TRUSTED_HOSTS"])
     if warning:
         log.warning(warning)

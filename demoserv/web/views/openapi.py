@@ -17,7 +17,7 @@ from ...store.values import MAX_ID
 from ...version import __version__
 from ..conditional import answers_as
 from ..negotiation import API_PREFIX, DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
-from . import adhoc, changes
+from . import adhoc, changes, root
 from .status import STATUS_PATH
 
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
@@ -498,6 +498,7 @@ def build():
     )
     document = spec.to_dict()
     document["paths"] = _with_suffixes(document["paths"])
+    document["paths"].update(root.openapi_paths())
     document["paths"].update(adhoc.openapi_paths())
     return document
 

@@ -1,11 +1,29 @@
-"""``/api/v1/``: the address of every resource's listing."""
+"""``/api/v1/``: the address of every resource's listing; and ``/``, the site root.
 
-from flask import Blueprint, redirect, url_for
+Both lead to what a client can find beside the resources, without a key added to the
+API root's body (the contract fixes it): a ``Link`` header (RFC 8288) to the docs page
+(``service-doc``), the OpenAPI document (``service-desc``), the status (``status``: RFC
+8631's types), and, as ``related``, the changes feed and the docs page's list of the
+``/api/adhoc/`` paths. The site root redirects to the API root, as it always has, with
+a body that is an index of the same addresses (and each ``/api/adhoc/`` path)."""
+
+from flask import Blueprint, current_app, request, url_for
 
 from ...store.addresses import api_url
 from ..address_style import request_style
 from ..negotiation import API_PREFIX
+from . import adhoc
 from .resources import add_view, options_body
+
+# What the roots lead to: (key in the site root's index, endpoint, relation type, title).
+LINKS = (
+    ("docs", "openapi.docs", "service-doc", "the API's documentation"),
+    ("openapi", "openapi.document", "service-desc", "the OpenAPI document"),
+    ("status", "status.mirror_status", "status", "what this mirror serves"),
+    ("changes", "changes.changes_list", "related", "the changes feed"),
+)
+ADHOC_ANCHOR = "adhoc"  # the docs page's list of the /api/adhoc/ paths (docs.html)
+ADHOC_TITLE = "the upstream's /api/adhoc/ paths"
 
 
 def blueprint(resource_names):
@@ -18,6 +36,7 @@ def blueprint(resource_names):
 
     add_view(bp, f"{API_PREFIX}/", api_root, describe)
     bp.add_url_rule("/", "index", index)
+    bp.after_request(add_links)
     return bp
 
 
@@ -27,6 +46,80 @@ def describe():
     )
 
 
+def link_header():
+    """The ``Link`` header of both roots: addresses from the site root (``url_for``)."""
+    links = [
+        f'<{url_for(endpoint)}>; rel="{relation}"; title="{title}"'
+        for _, endpoint, relation, title in LINKS
+    ]
+    docs = url_for("openapi.docs", _anchor=ADHOC_ANCHOR)
+    links.append(f'<{docs}>; rel="related"; title="{ADHOC_TITLE}"')
+    return ", ".join(links)
+
+
+def add_links(response):
+    response.headers["Link"] = link_header()
+    return response
+
+
 def index():
-    """The site root points at the API root."""
-    return redirect(url_for("root.api_root"))
+    """The site root: a redirect to the API root, whose body is an index of what the
+    service serves, each address absolute (the host as the client sent it)."""
+    location = url_for("root.api_root")
+    host = f"{request.scheme}://{request.host}"
+    body = {
+        "detail": f"Moved to {location}.",
+        "api": host + location,
+        **{key: host + url_for(endpoint) for key, endpoint, _, _ in LINKS},
+        "adhoc": [host + url_for(f"adhoc.{path}") for path in adhoc.PATHS],
+    }
+    response = current_app.json.response(body)
+    response.status_code = 302
+    response.headers["Location"] = location
+    return response
+
+
+def openapi_paths():
+    """The OpenAPI document's part for the site root (web/views/openapi.py)."""
+    uri = {"type": "string", "format": "uri"}
+    names = ["api", *(key for key, _, _, _ in LINKS)]
+    index_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["detail", *names, "adhoc"],
+        "properties": {
+            "detail": {"type": "string", "description": "Where the redirect leads."},
+            **{name: uri for name in names},
+            "adhoc": {"type": "array", "items": uri},
+        },
+    }
+    return {
+        "/": {
+            "get": {
+                "summary": "The site root: a redirect to the API root, with an index of "
+                "the addresses the service serves (the API root, the docs page, this "
+                "document, the status, the changes feed and each /api/adhoc/ path)",
+                "responses": {
+                    "302": {
+                        "description": "To the API root.",
+                        "headers": {
+                            "Location": {"schema": {"type": "string"}},
+                            "Link": {
+                                "description": "The docs page (service-doc), this document "
+                                "(service-desc), the status (status), the changes feed and "
+                                "the /api/adhoc/ paths (related), as on the API root.",
+                                "schema": {"type": "string"},
+                            },
+                        },
+                        "content": {"application/json": {"schema": index_schema}},
+                    }
+                },
+            },
+            "options": {
+                "summary": "The methods the site root allows",
+                "responses": {
+                    "200": {"description": "No body: the Allow header names the methods."}
+                },
+            },
+        }
+    }
