@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -347,3 +348,54 @@ def test_the_packaged_catalogues_load_by_name_from_any_folder(tmp_path, monkeypa
     assert checked_source("sample") == str(packaged_catalogue("sample"))
     (tmp_path / "sample").mkdir()  # a folder of that name here is what the name means
     assert checked_source("sample") == "sample"
+
+
+def documented_completion_commands():
+    """The commands of docs/command-line.md, "Shell completion", in order."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text()
+    section = text.split("## Shell completion", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if not line.startswith("#")]
+
+
+# After a bash start-up line: what bash offers for "demoserv se" and "demoserv serve --catalogue ".
+OFFERED = (
+    "complete -p demoserv; COMP_WORDS=(demoserv se); COMP_CWORD=1; _demoserv_completion demoserv; "
+    'echo "${COMPREPLY[*]}"; COMP_WORDS=(demoserv serve --catalogue ""); COMP_CWORD=3; '
+    'COMPREPLY=(); _demoserv_completion demoserv; echo "${COMPREPLY[*]}"'
+)
+
+
+def test_the_documented_shell_completion_commands_give_completion_scripts(tmp_path):
+    """Each command as written, the bash ones in bash, with demoserv on the PATH: bash
+    then completes the subcommands and the catalogues; zsh's and fish's scripts are
+    written (this machine need not have those shells)."""
+    commands = documented_completion_commands()
+    assert len(commands) == 5, commands
+    env = environment(HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+
+    def bash(line):
+        result = subprocess.run(
+            ["bash", "-c", line], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert result.returncode == 0 and result.stderr == "", (line, result.stderr)
+        return result.stdout
+
+    for line in commands:
+        if "zsh_source" in line:
+            script = bash(re.fullmatch(r'eval "\$\((.*)\)"', line)[1])
+            assert script.startswith("#compdef demoserv\n")
+            assert "compdef _demoserv_completion demoserv" in script
+        elif line.startswith(("eval ", ". ")):
+            assert bash(f"{line}; {OFFERED}").splitlines() == [
+                "complete -o nosort -F _demoserv_completion demoserv",
+                "serve settings",
+                "sample seed",
+            ], line
+        else:
+            bash(line)
+    fish = tmp_path / ".config" / "fish" / "completions" / "demoserv.fish"
+    assert 'complete --no-files --command demoserv --arguments "(_demoserv_completion)"' in (
+        fish.read_text()
+    )
+    assert (tmp_path / ".demoserv-complete.bash").read_text().startswith("_demoserv_completion()")
