@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import urllib.request
@@ -399,3 +400,36 @@ def test_the_documented_shell_completion_commands_give_completion_scripts(tmp_pa
         fish.read_text()
     )
     assert (tmp_path / ".demoserv-complete.bash").read_text().startswith("_demoserv_completion()")
+
+
+def test_the_documented_ci_job_serves_the_seed(tmp_path):
+    """docs/testing-clients.md's job, its "Start demoserv" and "Stop demoserv" steps as
+    written, with this venv's commands where the job installs demoserv."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "testing-clients.md").read_text()
+    job = re.search(r"```yaml\n(.*?)```", text, re.DOTALL)[1]
+    start = re.search(r"- name: Start demoserv\n\s+run: \|\n(.*?)\n  - ", job, re.DOTALL)[1]
+    steps = [line for line in start.splitlines() if "-m venv" not in line and "install" not in line]
+    stop = re.search(r"- name: Stop demoserv\n.*?\n\s+run: (.*)", job)[1]
+    (tmp_path / "demoserv").mkdir()
+    (tmp_path / "demoserv" / "bin").symlink_to(BIN)  # the installed demoserv
+    github_env = tmp_path / "github_env"
+    env = environment(RUNNER_TEMP=str(tmp_path), GITHUB_ENV=str(github_env))
+    started = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(steps)], env=env, capture_output=True, text=True, timeout=90
+    )
+    values = dict(line.split("=", 1) for line in github_env.read_text().splitlines())
+    pid = int(values["DEMOSERV_PID"])
+    server = os.pidfd_open(pid)
+    try:
+        assert started.returncode == 0, (started.stderr, (tmp_path / "demoserv.log").read_text())
+        url = values["DEMOSERV_URL"]
+        with urllib.request.urlopen(f"{url}/api/v1/productions/", timeout=30) as answer:
+            seed = packaged_catalogue("seed") / "productions.jsonl"
+            assert json.load(answer)["count"] == len(seed.read_text().splitlines())
+    finally:
+        stopped = subprocess.run(
+            ["bash", "-c", stop], env={**env, "DEMOSERV_PID": str(pid)}, capture_output=True
+        )
+        assert select.select([server], [], [], 30)[0], "the server did not stop"
+        os.close(server)
+    assert stopped.returncode == 0 and b"Serving on " in stopped.stdout
