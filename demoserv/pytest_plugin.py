@@ -43,16 +43,15 @@ class DemoservServer(launcher.Demoserv):
     def __init__(self, folder, catalogue=None, timeout=START_TIMEOUT):
         self.catalogue = None if catalogue is None else Path(catalogue)
         self.database = Path(folder) / "demoserv.sqlite3"
-        environment = dict(os.environ)
-        if self.catalogue is None:
-            environment.pop("DEMOSERV_SEED_DIR", None)  # the seed shipped with the package
-        else:
-            environment["DEMOSERV_SEED_DIR"] = ""
+        # A database named that does not exist is built only when asked for: the seed
+        # shipped with the package, or (once loaded, by start) the catalogue named.
+        seed = ["--catalogue=seed"] if self.catalogue is None else []
         super().__init__(
             f"--database={self.database}",
+            *seed,
             folder=folder,
             log="demoserv.log",
-            env=environment,
+            env=dict(os.environ),
             timeout=timeout,
         )
 

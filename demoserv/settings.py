@@ -84,6 +84,15 @@ def service_url_field(value):
     return value
 
 
+LOG_FORMATS = ("auto", "json", "text")
+
+
+def log_format(value):
+    if value not in LOG_FORMATS:
+        raise ValueError("expected one of " + ", ".join(LOG_FORMATS))
+    return value
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -98,7 +107,8 @@ SETTINGS = (
         None,
         optional_text,
         "The SQLite file served and loaded (as --database). A relative path is taken from "
-        "the current folder; none: demoserv.sqlite3 in the instance folder.",
+        "the current folder; none: demoserv.sqlite3 in the instance folder. A server "
+        "refuses to start on a file named here that does not exist.",
     ),
     Setting(
         "SITE_URL",
@@ -110,8 +120,9 @@ SETTINGS = (
         "SEED_DIR",
         str(packaged_catalogue("seed")),
         optional_text,
-        "Catalogue folder a new database is built from when `demoserv serve` starts and "
-        "the database does not exist yet; empty: none (the server answers 503 until a load).",
+        "Catalogue folder the default database (in the instance folder) is built from "
+        "when `demoserv serve` starts and it does not exist yet; empty: none (the server "
+        "answers 503 until a load).",
     ),
     Setting(
         "TRUSTED_PROXIES",
@@ -154,6 +165,13 @@ SETTINGS = (
         service_url_field,
         "Name of the field holding a record's public page: service_url, or the "
         "upstream's own demozoo_url for programs written for the upstream API.",
+    ),
+    Setting(
+        "LOG_FORMAT",
+        "auto",
+        log_format,
+        "The server's log on standard error: json (JSON lines), text (a line for a person "
+        "to read) or auto (text when standard error is a terminal, JSON lines otherwise).",
     ),
     Setting(
         "CHANGES_KEPT_DAYS",

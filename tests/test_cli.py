@@ -6,7 +6,9 @@ import errno
 import json
 import os
 import re
+import select
 import socket
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -68,27 +70,35 @@ def test_a_server_that_cannot_listen_says_why(monkeypatch, number, cause):
     def cannot_listen(*arguments, **options):
         raise OSError(number, os.strerror(number))
 
-    monkeypatch.setattr(factory, "serving_app", lambda **options: None)
-    monkeypatch.setattr(serving, "serve", cannot_listen)
+    monkeypatch.setattr(serving, "Listener", cannot_listen)
     result = CliRunner().invoke(main, ["serve", "--listen=127.0.0.1:0"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"demoserv serve: cannot listen on 127.0.0.1:0: {cause}")
     assert result.stderr.count("\n") == 1
 
 
-def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch):
+def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch, tmp_path):
     """--database and --catalogue reach the app as arguments: the command leaves the
-    process's environment as it found it."""
-    made, served = [], []
-    monkeypatch.setattr(factory, "serving_app", lambda **options: made.append(options) or "app")
-    monkeypatch.setattr(serving, "serve", lambda app, *arguments, **options: served.append(app))
+    process's environment as it found it; it listens before the app is started."""
+    made, steps = [], []
+    create_app = factory.create_app
+    monkeypatch.setattr(
+        factory, "create_app", lambda **options: made.append(options) or create_app(**options)
+    )
+    monkeypatch.setattr(
+        factory, "start_serving", lambda app, folder: steps.append(("start", folder))
+    )
+    monkeypatch.setattr(serving, "Listener", lambda settings, **options: steps.append("listen"))
+    monkeypatch.setattr(serving, "serve", lambda listener, app, **options: steps.append("serve"))
+    monkeypatch.chdir(tmp_path)
     environment = dict(os.environ)
     arguments = ["serve", "--listen=127.0.0.1:0", "--database=x.sqlite3", "--catalogue=sample"]
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0, result.output
-    assert made == [{"database": "x.sqlite3", "catalogue": packaged_catalogue("sample")}]
-    assert served == ["app"]
+    assert made == [{"database": "x.sqlite3"}]
+    assert steps == ["listen", ("start", packaged_catalogue("sample")), "serve"]
     assert dict(os.environ) == environment
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_flask_commands_are_the_same_commands(app):
@@ -138,19 +148,44 @@ def test_every_setting_is_listed_by_the_settings_command(tmp_path):
 
 
 def test_a_busy_port(tmp_path, loaded_database):
+    """Said at once, before a catalogue is built or opened: with --catalogue, the
+    database it would build is never made."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for command in ("demoserv", "demoserv-serve"):
-            arguments = [f"--listen=127.0.0.1:{port}", f"--database={loaded_database}"]
-            if command == "demoserv":
-                arguments.insert(0, "serve")
-            result = run_installed(command, *arguments, cwd=tmp_path)
+        runs = [
+            ["serve", f"--database={loaded_database}"],
+            ["serve", "--database=new.sqlite3", "--catalogue=seed"],
+            [f"--database={loaded_database}"],  # demoserv-serve
+        ]
+        for arguments in runs:
+            command = "demoserv" if arguments[0] == "serve" else "demoserv-serve"
+            result = run_installed(command, *arguments, f"--listen=127.0.0.1:{port}", cwd=tmp_path)
             assert one_line(result) == (
                 f"demoserv serve: cannot listen on 127.0.0.1:{port}: the address is in use by "
                 "another program: stop it, or choose another port with --listen HOST:PORT"
             )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_named_database_that_does_not_exist_is_refused(tmp_path):
+    """Only the default database is built from the seed: a path mistyped in --database or
+    DEMOSERV_DATABASE is said, and nothing is made, not even its folder."""
+    typo = tmp_path / "typo" / "x.sqlite3"
+    for arguments, settings, origin in (
+        (["--database=typo/x.sqlite3"], {}, "--database"),
+        ([], {"DEMOSERV_DATABASE": "typo/x.sqlite3"}, "DEMOSERV_DATABASE"),
+    ):
+        result = run_installed(
+            "demoserv", "serve", "--listen=127.0.0.1:0", *arguments, cwd=tmp_path, **settings
+        )
+        assert one_line(result, 2) == (
+            f"demoserv serve: {typo} does not exist (database from {origin}), and only the "
+            f"default database is built from the seed: create it with demoserv load seed "
+            f"--database {typo} (or load another catalogue), or serve it with --catalogue seed"
+        )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -259,7 +294,9 @@ def test_the_log_is_json_lines_and_start_up_says_what_is_served(tmp_path, loaded
     )
     started = [line["message"] for line in lines if line["logger"] == "demoserv.server.serving"]
     assert started and started[0].startswith(f"Serving on {url}: catalogue version ")
-    assert started[0].endswith(f", database {loaded_database}")
+    assert started[0].endswith(
+        f", database {loaded_database}; the API's docs at {url}/api/v1/docs/"
+    )
     (access,) = [line for line in lines if line["logger"] == "demoserv.access"]
     assert {key: access[key] for key in ("client", "method", "path", "query", "status")} == {
         "client": "127.0.0.1",
@@ -312,3 +349,87 @@ def test_the_packaged_catalogues_load_by_name_from_any_folder(tmp_path, monkeypa
     assert checked_source("sample") == str(packaged_catalogue("sample"))
     (tmp_path / "sample").mkdir()  # a folder of that name here is what the name means
     assert checked_source("sample") == "sample"
+
+
+def documented_completion_commands():
+    """The commands of docs/command-line.md, "Shell completion", in order."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text()
+    section = text.split("## Shell completion", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if not line.startswith("#")]
+
+
+# After a bash start-up line: what bash offers for "demoserv se" and "demoserv serve --catalogue ".
+OFFERED = (
+    "complete -p demoserv; COMP_WORDS=(demoserv se); COMP_CWORD=1; _demoserv_completion demoserv; "
+    'echo "${COMPREPLY[*]}"; COMP_WORDS=(demoserv serve --catalogue ""); COMP_CWORD=3; '
+    'COMPREPLY=(); _demoserv_completion demoserv; echo "${COMPREPLY[*]}"'
+)
+
+
+def test_the_documented_shell_completion_commands_give_completion_scripts(tmp_path):
+    """Each command as written, the bash ones in bash, with demoserv on the PATH: bash
+    then completes the subcommands and the catalogues; zsh's and fish's scripts are
+    written (this machine need not have those shells)."""
+    commands = documented_completion_commands()
+    assert len(commands) == 5, commands
+    env = environment(HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+
+    def bash(line):
+        result = subprocess.run(
+            ["bash", "-c", line], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert result.returncode == 0 and result.stderr == "", (line, result.stderr)
+        return result.stdout
+
+    for line in commands:
+        if "zsh_source" in line:
+            script = bash(re.fullmatch(r'eval "\$\((.*)\)"', line)[1])
+            assert script.startswith("#compdef demoserv\n")
+            assert "compdef _demoserv_completion demoserv" in script
+        elif line.startswith(("eval ", ". ")):
+            assert bash(f"{line}; {OFFERED}").splitlines() == [
+                "complete -o nosort -F _demoserv_completion demoserv",
+                "serve settings",
+                "sample seed",
+            ], line
+        else:
+            bash(line)
+    fish = tmp_path / ".config" / "fish" / "completions" / "demoserv.fish"
+    assert 'complete --no-files --command demoserv --arguments "(_demoserv_completion)"' in (
+        fish.read_text()
+    )
+    assert (tmp_path / ".demoserv-complete.bash").read_text().startswith("_demoserv_completion()")
+
+
+def test_the_documented_ci_job_serves_the_seed(tmp_path):
+    """docs/testing-clients.md's job, its "Start demoserv" and "Stop demoserv" steps as
+    written, with this venv's commands where the job installs demoserv."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "testing-clients.md").read_text()
+    job = re.search(r"```yaml\n(.*?)```", text, re.DOTALL)[1]
+    start = re.search(r"- name: Start demoserv\n\s+run: \|\n(.*?)\n  - ", job, re.DOTALL)[1]
+    steps = [line for line in start.splitlines() if "-m venv" not in line and "install" not in line]
+    stop = re.search(r"- name: Stop demoserv\n.*?\n\s+run: (.*)", job)[1]
+    (tmp_path / "demoserv").mkdir()
+    (tmp_path / "demoserv" / "bin").symlink_to(BIN)  # the installed demoserv
+    github_env = tmp_path / "github_env"
+    env = environment(RUNNER_TEMP=str(tmp_path), GITHUB_ENV=str(github_env))
+    started = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(steps)], env=env, capture_output=True, text=True, timeout=90
+    )
+    values = dict(line.split("=", 1) for line in github_env.read_text().splitlines())
+    pid = int(values["DEMOSERV_PID"])
+    server = os.pidfd_open(pid)
+    try:
+        assert started.returncode == 0, (started.stderr, (tmp_path / "demoserv.log").read_text())
+        url = values["DEMOSERV_URL"]
+        with urllib.request.urlopen(f"{url}/api/v1/productions/", timeout=30) as answer:
+            seed = packaged_catalogue("seed") / "productions.jsonl"
+            assert json.load(answer)["count"] == len(seed.read_text().splitlines())
+    finally:
+        stopped = subprocess.run(
+            ["bash", "-c", stop], env={**env, "DEMOSERV_PID": str(pid)}, capture_output=True
+        )
+        assert select.select([server], [], [], 30)[0], "the server did not stop"
+        os.close(server)
+    assert stopped.returncode == 0 and b"Serving on " in stopped.stdout

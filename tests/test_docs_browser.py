@@ -48,3 +48,7 @@ def test_docs_page_renders_in_chromium(tmp_path, catalogue_dir):
             assert f'data-path="{path}"' in page, path
     for name in SPEC["components"]["schemas"]:
         assert f'id="schema-{name}"' in page, name
+    # The page's link to the /api/adhoc/ paths leads to their heading, drawn before them.
+    assert 'href="#adhoc"' in page
+    heading = page.index('<h3 id="adhoc">')
+    assert heading < page.index('data-path="/api/adhoc/') and '"/api/adhoc/' not in page[:heading]

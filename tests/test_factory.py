@@ -57,7 +57,8 @@ def test_a_relative_database_is_taken_from_the_current_folder(tmp_path, monkeypa
     assert database_path(create_app(instance_path=str(tmp_path / "i"))) == tmp_path / "env.sqlite3"
     named = create_app(instance_path=str(tmp_path / "i"), database="option.sqlite3")
     assert database_path(named) == tmp_path / "option.sqlite3"
-    monkeypatch.chdir(tmp_path / "i")  # resolved once, when the app is made
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # resolved once, when the app is made
     assert database_path(named) == tmp_path / "option.sqlite3"
 
 
@@ -137,3 +138,38 @@ def test_a_misspelt_variable_is_named_with_the_closest_setting(monkeypatch, capl
         "settings)"
     ) in warned
     assert not [line for line in warned if "EXPORT_URL" in line]  # the update unit's
+
+
+def test_only_a_named_database_that_does_not_exist_is_refused(monkeypatch, tmp_path):
+    """The default database is built from the seed on a first start; one named by
+    --database, DEMOSERV_DATABASE or DATABASE in config.py must exist, unless a
+    catalogue is asked for (demoserv serve --catalogue)."""
+    from demoserv.web.factory import missing_database
+
+    monkeypatch.delenv("DEMOSERV_DATABASE", raising=False)
+    instance = tmp_path / "instance"
+    default = create_app(instance_path=str(instance))
+    assert default.config["DATABASE_ORIGIN"] is None
+    assert missing_database(default) is None
+    assert not instance.exists()  # making an app makes nothing, its instance folder neither
+
+    typo = tmp_path / "typo.sqlite3"
+    named = create_app(instance_path=str(instance), database=str(typo))
+    assert missing_database(named) == (
+        f"{typo} does not exist (database from --database), and only the default database "
+        f"is built from the seed: create it with demoserv load seed --database {typo} (or "
+        "load another catalogue)"
+    )
+    assert missing_database(named, catalogue=tmp_path / "catalogue") is None
+    typo.write_bytes(b"")
+    assert missing_database(named) is None  # there: served (or answered 503 if unusable)
+
+    instance.mkdir()
+    (instance / "config.py").write_text(f"DATABASE = {str(tmp_path / 'other.sqlite3')!r}\n")
+    configured = create_app(instance_path=str(instance))
+    origin = f"DATABASE in {instance / 'config.py'}"
+    assert configured.config["DATABASE_ORIGIN"] == origin
+    assert f"(database from {origin})" in missing_database(configured)
+    monkeypatch.setenv("DEMOSERV_DATABASE", str(tmp_path / "env.sqlite3"))
+    from_environment = create_app(instance_path=str(instance))
+    assert "(database from DEMOSERV_DATABASE)" in missing_database(from_environment)

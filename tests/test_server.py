@@ -2,9 +2,11 @@
 and a catalogue replaced while several threads read."""
 
 import json
+import subprocess
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,8 @@ from demoserv.server import launcher
 from . import catalogue_factory, installed, oracle
 from .conftest import SITE_URL
 from .test_records import expected
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def environment(**settings):
@@ -186,3 +190,33 @@ def test_behind_a_reverse_proxy_with_the_readme_options(unseen):
             body = json.loads(response.read())
     assert body["next"] == "https://api.example.org/api/v1/productions/?page=3"
     assert body["results"][0]["url"].startswith("https://api.example.org/api/v1/productions/")
+
+
+@pytest.mark.parametrize(
+    "served",
+    [launcher.SERVING_APP, ["wsgi:app"]],
+    ids=["waitress-serve --call demoserv:serving_app", "wsgi.py"],
+)
+def test_a_wsgi_server_refuses_a_named_database_that_does_not_exist(tmp_path, served):
+    """It stops at start, exit 2, with one log line saying how to make the database; it
+    makes nothing (the folder of the path neither)."""
+    typo = tmp_path / "typo" / "x.sqlite3"
+    result = subprocess.run(
+        [*launcher.WAITRESS_SERVE, "--listen=127.0.0.1:0", *served],
+        cwd=ROOT,  # where wsgi.py is
+        env=environment(DEMOSERV_DATABASE=str(typo)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=installed.TIMEOUT,
+    )
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    logged = json.loads(line)
+    assert (logged["level"], logged["logger"]) == ("ERROR", "demoserv.web.factory")
+    assert logged["message"] == (
+        f"{typo} does not exist (database from DEMOSERV_DATABASE), and only the default "
+        f"database is built from the seed: create it with demoserv load seed --database "
+        f"{typo} (or load another catalogue)"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -15,6 +15,7 @@ from waitress.adjustments import Adjustments
 from demoserv import create_app
 from demoserv.cli.commands import serve_main
 from demoserv.server import launcher, serving
+from demoserv.settings import packaged_catalogue
 
 from .conftest import SITE_URL
 from .test_server import Checked, environment
@@ -387,14 +388,13 @@ def wait_for(condition, what):
         time.sleep(0.01)
 
 
-def test_the_ready_file_means_it_answers_even_on_the_first_start(
-    tmp_path, catalogue, catalogue_dir
-):
+def test_the_ready_file_means_it_answers_even_on_the_first_start(tmp_path):
     first_start = launcher.Demoserv(
         "--database=first.sqlite3",
+        "--catalogue=seed",
         folder=tmp_path,
         cwd=tmp_path,
-        env=environment(DEMOSERV_SEED_DIR=str(catalogue_dir)),
+        env=environment(),
     )
     with first_start:
         text = first_start.ready_file.read_text()
@@ -402,7 +402,8 @@ def test_the_ready_file_means_it_answers_even_on_the_first_start(
         # The database was built from the seed before the file was written: no 503.
         with urllib.request.urlopen(f"{text.strip()}/api/v1/productions/", timeout=30) as answer:
             assert answer.status == 200
-            assert json.load(answer)["count"] == len(catalogue["productions"])
+            seed = packaged_catalogue("seed") / "productions.jsonl"
+            assert json.load(answer)["count"] == len(seed.read_text().splitlines())
         assert (tmp_path / "first.sqlite3").is_file()  # --database: relative to the current folder
 
 

@@ -7,7 +7,6 @@ mistake is one line on standard error and a non-zero exit, never a traceback."""
 
 import errno
 import functools
-import os
 import sys
 import textwrap
 import time
@@ -100,7 +99,6 @@ def with_app(function):
     @functools.wraps(function)
     def command(database, **arguments):
         app = app_for(database)
-        app.config["DATABASE_ORIGIN"] = "--database" if database is not None else None
         with app.app_context():
             return function(**arguments)
 
@@ -108,14 +106,12 @@ def with_app(function):
 
 
 def database_origin(app):
-    """Why the database is where it is: the option, the setting, or the default."""
-    if app.config.get("DATABASE_ORIGIN"):
-        return app.config["DATABASE_ORIGIN"]
-    if os.environ.get("DEMOSERV_DATABASE"):
-        return "DEMOSERV_DATABASE"
-    if Path(app.config["DATABASE"]) == Path(app.instance_path) / DEFAULT_DATABASE:
-        return f"the default: {DEFAULT_DATABASE} in the instance folder"
-    return "the DATABASE setting"
+    """Why the database is where it is: the option, the setting (``create_app`` noted
+    which), or the default."""
+    return (
+        app.config.get("DATABASE_ORIGIN")
+        or f"the default: {DEFAULT_DATABASE} in the instance folder"
+    )
 
 
 def existing_database():
@@ -384,7 +380,8 @@ def serve_options(function):
             type=click.Choice(sorted(PACKAGED)),
             help="Serve a catalogue in the package: seed (a few records of each resource) "
             "or sample (the upstream's sample export, about 2,350 productions). It is "
-            "loaded into the database unless the database serves it already.",
+            "loaded into the database unless the database serves it already; a database "
+            "that does not exist is built.",
         ),
         click.option(
             "--request-timeout",
@@ -423,13 +420,15 @@ def serve_options(function):
 def serve_command(listen, catalogue, request_timeout, database, ready_file, **waitress):
     """Serve the API with waitress on 127.0.0.1:8080 (see --listen).
 
-    On the first start, when the database does not exist, it is built from the seed
-    catalogue (DEMOSERV_SEED_DIR; empty: none) or from --catalogue. Loads into the
-    database (demoserv load) are served from the next request on, without a restart.
-    Beyond loopback, set DEMOSERV_TRUSTED_HOSTS (see demoserv settings).
+    On the first start, when the default database (in the instance folder) does not
+    exist, it is built from the seed catalogue (DEMOSERV_SEED_DIR; empty: none). A
+    database named by --database or DEMOSERV_DATABASE that does not exist is refused,
+    unless --catalogue asks for it to be built. Loads into the database (demoserv
+    load) are served from the next request on, without a restart. Beyond loopback,
+    set DEMOSERV_TRUSTED_HOSTS (see demoserv settings).
     """
     from ..settings import SettingError
-    from ..web.factory import serving_app
+    from ..web import factory
 
     settings = {name: value for name, value in waitress.items() if value is not None}
     settings["listen"] = " ".join(listen or ["127.0.0.1:8080"])
@@ -441,13 +440,19 @@ def serve_command(listen, catalogue, request_timeout, database, ready_file, **wa
         Path(ready_file).unlink(missing_ok=True)  # a file of an earlier run must not count
     folder = None if catalogue is None else packaged_catalogue(catalogue)
     try:
-        app = serving_app(database=database, catalogue=folder)
+        app = factory.create_app(database=database)
     except SettingError as error:
         fail(str(error))
+    refusal = factory.missing_database(app, folder)
+    if refusal is not None:
+        fail(f"demoserv serve: {refusal}, or serve it with --catalogue seed", 2)
+    # Listening first: a taken port is said before anything is built or opened.
     try:
-        serving.serve(app, settings, request_timeout=request_timeout, ready_file=ready_file)
+        listener = serving.Listener(settings, request_timeout=request_timeout)
     except OSError as error:
         fail(f"demoserv serve: {_listen_failure(error, settings['listen'])}")
+    factory.start_serving(app, folder)
+    serving.serve(listener, app, ready_file=ready_file)
 
 
 def serve_main(argv=None):

@@ -52,6 +52,7 @@ from waitress.task import ErrorTask, WSGITask
 from waitress.utilities import Error
 
 from ..api.error import DETAILS
+from ..web.negotiation import DOCS_PATH
 from ..web.request_limits import MAX_BODY, body_refusal
 
 log = logging.getLogger(__name__)
@@ -291,13 +292,35 @@ def write_ready_file(path, urls):
         raise
 
 
-def serve(app, settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None):
-    """Serve ``app`` (``serving_app``) with waitress ``settings`` until stopped; write
-    the base URLs to ``ready_file`` once it listens. A failure to listen raises OSError."""
-    server = make_server(app, request_timeout=request_timeout, **settings)
-    urls = base_urls(server)
+class Listener:
+    """A waitress server (``make_server``) listening on the addresses of ``settings``
+    before the app it serves exists: ``demoserv serve`` takes its addresses first, so
+    that a taken port fails at once (OSError), before a catalogue is built or opened.
+    Connections wait in the backlog until ``serve`` gives it the app and runs it."""
+
+    def __init__(self, settings, *, request_timeout=REQUEST_TIMEOUT):
+        self.app = None
+        self.server = make_server(self.answer, request_timeout=request_timeout, **settings)
+        self.urls = base_urls(self.server)
+
+    def answer(self, environ, start_response):
+        return self.app(environ, start_response)
+
+
+def serve(listener, app, *, ready_file=None):
+    """Serve ``app`` (``serving_app``) on ``listener`` (a ``Listener``) until stopped;
+    write the base URLs to ``ready_file`` once the catalogue is ready."""
+    listener.app = app
+    urls = listener.urls
     catalogue = app.extensions["demoserv.web.db"].describe()
-    log.info("Serving on %s: %s, database %s", ", ".join(urls), catalogue, app.config["DATABASE"])
+    log.info(
+        "Serving on %s: %s, database %s; the API's docs at %s%s",
+        ", ".join(urls),
+        catalogue,
+        app.config["DATABASE"],
+        urls[0],
+        DOCS_PATH,
+    )
     warning = untrusted_hosts_warning(urls, app.config["TRUSTED_HOSTS"])
     if warning:
         log.warning(warning)
@@ -305,7 +328,7 @@ def serve(app, settings, *, request_timeout=REQUEST_TIMEOUT, ready_file=None):
         # The sockets listen already (connections wait in the backlog until run() reads
         # them) and the catalogue was opened, or built from the seed, by serving_app().
         write_ready_file(ready_file, urls)
-    server.run()
+    listener.server.run()
 
 
 def untrusted_hosts_warning(urls, trusted_hosts):

@@ -1,14 +1,25 @@
-"""The log: JSON lines on standard error, one format for the service's own lines, the
-server's (waitress's) and the access lines, for a log shipper to parse. Every line has
-``time`` (UTC, ISO 8601), ``level`` and ``logger``; an access line (logger
-``demoserv.access``, one per request) adds ``client``, ``method``, ``path``, ``query``,
-``status``, ``bytes``, ``ms`` and ``user_agent``; any other line adds ``message`` (and
-``traceback`` for a server error, logged by ``errors``; nothing of it reaches the client)."""
+"""The log on standard error, one format for the service's own lines, the server's
+(waitress's) and the access lines, chosen by ``LOG_FORMAT``: ``json`` (JSON lines, for a
+log shipper to parse), ``text`` (a line for a person to read) or ``auto`` (the default:
+text when standard error is a terminal, JSON lines otherwise).
+
+A JSON line has ``time`` (UTC, ISO 8601), ``level`` and ``logger``; an access line
+(logger ``demoserv.access``, one per request) adds ``client``, ``method``, ``path``,
+``query``, ``status``, ``bytes``, ``ms`` and ``user_agent``; any other line adds
+``message`` (and ``traceback`` for a server error, logged by ``errors``; nothing of it
+reaches the client). A text line has the same time, then the level, the logger and the
+message; an access line the time, client, method, path and query, status, bytes,
+duration and user agent. Text is written ``printable``: what a client sent can neither
+move a terminal's cursor nor split a line; only a traceback follows on lines of its
+own, indented."""
 
 import datetime
 import json
 import logging
+import textwrap
 import time
+
+from ..loader.progress import printable
 
 log = logging.getLogger("demoserv.access")
 
@@ -73,17 +84,19 @@ class _Logged:
         log.info(json.dumps(line, ensure_ascii=False), extra={"access": line})
 
 
+def _time(record):
+    return (
+        datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
 class JSONLines(logging.Formatter):
     """A log record as one JSON line (see the module's docstring)."""
 
     def format(self, record):
-        line = {
-            "time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
-            "level": record.levelname,
-            "logger": record.name,
-        }
+        line = {"time": _time(record), "level": record.levelname, "logger": record.name}
         access = getattr(record, "access", None)
         if access is not None:
             line.update(access)
@@ -94,15 +107,46 @@ class JSONLines(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+class TextLines(logging.Formatter):
+    """A log record as a line for a person at a terminal (see the module's docstring):
+    ``TIME LEVEL LOGGER: MESSAGE``, or for an access line ``TIME CLIENT METHOD
+    PATH?QUERY STATUS BYTES bytes MS ms "USER AGENT"``."""
+
+    def format(self, record):
+        time = _time(record)
+        access = getattr(record, "access", None)
+        if access is not None:
+            query = f"?{access['query']}" if access["query"] else ""
+            status = "-" if access["status"] is None else access["status"]
+            return printable(
+                f"{time} {access['client']} {access['method']} {access['path']}{query} "
+                f'{status} {access["bytes"]} bytes {access["ms"]} ms "{access["user_agent"]}"'
+            )
+        line = f"{time} {record.levelname} {record.name}: {printable(record.getMessage())}"
+        if record.exc_info:
+            line += "\n" + textwrap.indent(self.formatException(record.exc_info), "  ")
+        return line
+
+
+def formatter(log_format, stream):
+    """The formatter of ``log_format`` (one of ``settings.LOG_FORMATS``) for lines
+    written to ``stream``: ``auto`` is text on a terminal, JSON lines otherwise."""
+    if log_format == "auto":
+        isatty = getattr(stream, "isatty", None)
+        log_format = "text" if isatty is not None and isatty() else "json"
+    return TextLines() if log_format == "text" else JSONLines()
+
+
 def configure(app):
-    """Log the service's and the server's lines as JSON lines on standard error, when
-    nothing else has configured logging (demoserv serve, waitress-serve, flask run);
-    tests and embedding applications keep their own configuration."""
+    """Log the service's and the server's lines on standard error, in the format of the
+    ``LOG_FORMAT`` setting, when nothing else has configured logging (demoserv serve,
+    waitress-serve, flask run); tests and embedding applications keep their own
+    configuration."""
     package = logging.getLogger("demoserv")
     if app.testing or package.handlers or logging.getLogger().handlers:
         return
     handler = logging.StreamHandler()
-    handler.setFormatter(JSONLines())
+    handler.setFormatter(formatter(app.config["LOG_FORMAT"], handler.stream))
     for name in ("demoserv", "waitress"):
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)

@@ -7,6 +7,7 @@ import ctypes
 import gc
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from ..store import facts
 from ..store.fingerprint import schema_version
 from . import access_log, db, error_handlers, negotiation, pipeline
 from .kept_answers import KeptAnswers
-from .views import adhoc, api, endpoints, root
+from .views import adhoc, api, endpoints
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,8 @@ def create_app(
     if test_config is None:
         for warning in settings.unknown_variables(os.environ):
             log.warning(warning)
+    app.config["DATABASE_ORIGIN"] = database_origin(app.config, database, config_file)
     app.config["DATABASE"] = str(db.resolve_database(app.config["DATABASE"], app.instance_path))
-    try:
-        os.makedirs(app.instance_path, exist_ok=True)
-    except OSError as error:
-        # Needed only for the seed catalogue, which reports its own failure.
-        log.warning("%s: %s", app.instance_path, error.strerror)
 
     app.kept_answers_class = kept_answers_class or KeptAnswers
     error_handlers.init_app(app)
@@ -96,36 +93,81 @@ def create_app(
     negotiation.init_app(app)
     pipeline.init_app(app)
     app.register_blueprint(endpoints.blueprint(api.served(page_sizes)))
-    app.register_blueprint(root.site)
     app.register_blueprint(adhoc.bp)
     return app
 
 
+def database_origin(config, database, config_file):
+    """Where the database was named: ``--database`` (``database``), ``DEMOSERV_DATABASE``,
+    ``DATABASE`` in ``config_file`` (None: a test configuration); None when none was
+    named, and the default in the instance folder is used."""
+    if database is not None:
+        return "--database"
+    if config.get("DATABASE") in (None, ""):
+        return None
+    if config_file is None:
+        return "the DATABASE setting"
+    if os.environ.get(settings.PREFIX + "DATABASE"):
+        return settings.PREFIX + "DATABASE"
+    return f"DATABASE in {config_file}"
+
+
+def missing_database(app, catalogue=None):
+    """Why a server must not start on ``app``'s database, in one line; None when it may.
+    A database named (``--database``, ``DEMOSERV_DATABASE``, ``DATABASE`` in config.py)
+    that does not exist is refused, unless ``catalogue`` (``--catalogue``) asks for it
+    to be built: a mistyped path would otherwise be made, folders and all, and served.
+    Only the default database (``db.DEFAULT_DATABASE`` in the instance folder) is built
+    from the seed catalogue on a first start."""
+    path = db.database_path(app)
+    origin = app.config.get("DATABASE_ORIGIN")
+    if origin is None or catalogue is not None or os.path.lexists(path):
+        return None
+    load = f"demoserv load seed --database {shlex.quote(str(path))}"
+    return (
+        f"{path} does not exist (database from {origin}), and only the default database "
+        f"is built from the seed: create it with {load} (or load another catalogue)"
+    )
+
+
 def serving_app(database=None, catalogue=None):
     """The app as a server process runs it (``demoserv serve``, ``waitress-serve --call
-    demoserv:serving_app``, ``wsgi.py``): ``create_app`` plus what belongs to the whole
-    process, which ``create_app`` leaves alone: the log on standard error (unless
-    logging is configured already); the database built from the seed catalogue on the
-    first start (``build_from_seed``); what start-up allocated kept out of the cyclic
-    collector's full passes, which would otherwise walk it while serving; a shorter
-    interpreter switch interval (``SWITCH_INTERVAL``); and large blocks given back to
-    the system when freed (``give_back_large_blocks``). ``database`` (``--database``)
+    demoserv:serving_app``, ``wsgi.py``): ``create_app``, refused in one log line and
+    exit status 2 when its database was named but does not exist
+    (``missing_database``), then ``start_serving``. ``database`` (``--database``)
     replaces the DATABASE setting, ``catalogue`` (the folder ``--catalogue`` names) the
     seed catalogue."""
     app = create_app(database=database)
+    access_log.configure(app)
+    refusal = missing_database(app, catalogue)
+    if refusal is not None:
+        log.error(refusal)
+        raise SystemExit(2)
+    start_serving(app, catalogue)
+    return app
+
+
+def start_serving(app, catalogue=None):
+    """What belongs to the whole server process, which ``create_app`` leaves alone: the
+    log on standard error (unless logging is configured already); the database built
+    from the seed catalogue on the first start, or from ``catalogue``
+    (``build_from_seed``); what start-up allocated kept out of the cyclic collector's
+    full passes, which would otherwise walk it while serving; a shorter interpreter
+    switch interval (``SWITCH_INTERVAL``); and large blocks given back to the system
+    when freed (``give_back_large_blocks``)."""
     access_log.configure(app)
     build_from_seed(app, catalogue)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
-    return app
 
 
 def build_from_seed(app, catalogue=None):
     """Build the database from the seed catalogue (``SEED_DIR``) when it does not exist:
-    the first start of a server. ``catalogue``, a folder given in place of the seed, is
-    loaded also when the database was loaded from another source. Commands that only
-    read never call it."""
+    the first start of a server on the default database (``serving_app`` refuses a
+    named one that does not exist first). ``catalogue``, a folder given in place of the
+    seed, is loaded also when the database was loaded from another source. Commands
+    that only read never call it."""
     path = db.database_path(app)
     seed = app.config["SEED_DIR"] if catalogue is None else str(catalogue)
     if not seed:

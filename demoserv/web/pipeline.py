@@ -5,7 +5,7 @@ in ``create_app``.
 ==========  ======================  ==========================================================
 stage       step                    what it does
 ==========  ======================  ==========================================================
-WSGI        access log              ``access_log.AccessLog``, outermost: one JSON line for
+WSGI        access log              ``access_log.AccessLog``, outermost: one log line for
                                     every answer, refused ones too
 WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
 WSGI        kept answers            ``kept_answers.KeptAnswers``: a repeated request gets

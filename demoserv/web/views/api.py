@@ -1,7 +1,8 @@
 """The API's table of endpoints, in the order the OpenAPI document lists them: the root,
 every resource's list and detail, every sub-listing, status, the changes feed, the
-document and its page. The routes (``endpoints.blueprint``), the API root's addresses,
-OPTIONS and the OpenAPI document (``openapi.build``) are all derived from it."""
+document and its page, and the site root. The routes (``endpoints.blueprint``), the API
+root's addresses, OPTIONS and the OpenAPI document (``openapi.build``) are all derived
+from it."""
 
 import functools
 
@@ -17,7 +18,8 @@ def table(declared):
         changes.ENDPOINT,
         *openapi.ENDPOINTS,
     ]
-    return [root.endpoint(endpoints), *endpoints]
+    api_root, site_root = root.endpoints(endpoints)
+    return [api_root, *endpoints, site_root]
 
 
 ENDPOINTS = table(RESOURCES)

@@ -19,7 +19,7 @@ EXTENSION = "demoserv.web.views.endpoints"
 
 @dataclass(frozen=True)
 class Endpoint:
-    rule: str  # under API_PREFIX: "/", "/productions/<...:record_id>/", "/openapi.json"
+    rule: str  # under ``prefix``: "/", "/productions/<...:record_id>/", "/openapi.json"
     name: str  # the view's endpoint name, unique in the table
     view: Callable  # the GET answer, given the rule's variables
     operations: Callable  # (spec) -> the OpenAPI operations of its path, by method
@@ -27,10 +27,12 @@ class Endpoint:
     path_parameters: tuple = ()  # OpenAPI parameters of the rule's variables
     lists: str | None = None  # the resource it lists: the API root names its address
     kept_bytes: int = 0  # the budget of a ByteCache of its own (``kept``); 0: none
+    headers: Callable | None = None  # () -> headers its answers carry, 304s included
+    prefix: str = API_PREFIX  # "": the site root
 
     @property
     def path(self):
-        return API_PREFIX + self.rule
+        return self.prefix + self.rule
 
     @property
     def document_path(self):
@@ -48,14 +50,22 @@ def blueprint(endpoints):
     """The routes of ``endpoints``; each answers GET (and so HEAD) and OPTIONS, and an
     API answer also at its path with a format suffix in place of its trailing slash
     (``.../productions.json``: negotiation.negotiate reads the suffix)."""
-    bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
+    bp = Blueprint("api", __name__)
     for endpoint in endpoints:
         if endpoint.describe is None:
-            bp.add_url_rule(endpoint.rule, endpoint.name, endpoint.view)
+            bp.add_url_rule(endpoint.path, endpoint.name, endpoint.view)
             continue
         routed = _routed(endpoint.view, endpoint.describe)
-        for rule in (endpoint.rule, suffixed(endpoint.rule)):
+        for rule in (endpoint.path, with_suffix(endpoint.path)):
             bp.add_url_rule(rule, endpoint.name, routed, methods=["GET", "OPTIONS"])
+    headers = {f"{bp.name}.{each.name}": each.headers for each in endpoints if each.headers}
+
+    @bp.after_request
+    def _add_headers(response):
+        add = headers.get(request.endpoint)
+        if add is not None:
+            response.headers.update(add())
+        return response
 
     @bp.record_once
     def _keep(state):
@@ -107,7 +117,7 @@ def _routed(view, describe):
     return answer
 
 
-def suffixed(rule):
-    """``rule`` with a format suffix in place of its trailing slash (the API root keeps
+def with_suffix(path):
+    """``path`` with a format suffix in place of its trailing slash (the API root keeps
     its slash: ``/api/v1/.json``)."""
-    return (rule if rule == "/" else rule[:-1]) + "." + PATH_FORMAT
+    return (path if path == f"{API_PREFIX}/" else path[:-1]) + "." + PATH_FORMAT
