@@ -1,6 +1,7 @@
 """Every command in README.md and docs/*.md runs here, or its block says why not and is
-checked for syntax (the markers: tests/docs_blocks.py); a docs change that breaks a
-command fails the suite.
+checked for syntax, or is run by .ci/run or by another test module, which takes it from
+the page (the markers: tests/docs_blocks.py); a docs change that breaks a command fails
+the suite.
 
 How each language is run:
 
@@ -18,9 +19,8 @@ How each language is run:
   the quick start, README and docs/mirror.md the local mirror.
 - ``console``: each ``$`` command, whose output (standard output and error) must be
   the lines shown under it. These show the mistakes of an installation that has served
-  already: the sandbox's database is in place (as for a server started for the test,
-  below), the addresses they name are held busy by the test, and the sandbox's path is
-  shown as /srv.
+  already: the sandbox's database is in place (the two small catalogues), the addresses
+  they name are held busy by the test, and the sandbox's path is shown as /srv.
 - ``yaml``: the CI job's steps, as GitHub Actions runs them: each ``run`` script with
   ``bash -e``, RUNNER_TEMP and GITHUB_ENV in the sandbox, GITHUB_ENV's lines given to the
   later steps, an ``if: always()`` step run after a failure. Not run: the ``uses`` steps
@@ -65,6 +65,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -392,6 +393,8 @@ class Session:
             if port not in self.servers:
                 self.serve_for_the_test(port)
         command = EXAMPLE_VERSION.sub(lambda m: f"since={self.history_start(command)}", command)
+        if CURL.search(original) and not shutil.which("curl", path=self.env["PATH"]):
+            pytest.fail(f"{where}: the docs' commands use curl: install it (apt-get install curl)")
         status, output = run(["bash", "-c", command], cwd=self.folder, env=self.env)
         assert status == 0, f"{where}\nran as: {command}\nexit {status}:\n{output}"
         if CURL.search(original):
