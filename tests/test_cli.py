@@ -7,6 +7,7 @@ import json
 import os
 import re
 import select
+import shlex
 import socket
 import subprocess
 import urllib.request
@@ -22,6 +23,7 @@ from demoserv.server import launcher, serving
 from demoserv.settings import SETTINGS, packaged_catalogue
 from demoserv.web import factory
 
+from . import docs_blocks
 from .conftest import refusing_url
 from .installed import BIN, environment, run_installed
 
@@ -334,11 +336,18 @@ def test_serving_beyond_loopback_without_trusted_hosts_is_warned():
 
 
 def test_the_sample_is_served_with_one_option(tmp_path):
-    with installed_serve(tmp_path, "--catalogue=sample", "--database=db.sqlite3") as server:
+    """docs/command-line.md's two commands, as written: serve --catalogue sample serves
+    it (loaded into the database), and load sample loads it by name."""
+    (block,) = [b for b in docs_blocks.run_by("tests/test_cli.py") if "sample" in b.text]
+    serve, load = [shlex.split(command, comments=True) for command in block.commands()]
+    assert serve[:2] == ["demoserv", "serve"] and load[:2] == ["demoserv", "load"]
+    with installed_serve(tmp_path, *serve[2:], "--database=db.sqlite3") as server:
         with urllib.request.urlopen(f"{server.url}/api/v1/productions/", timeout=30) as answer:
             assert json.load(answer)["count"] == 2350
     status = run_installed("demoserv", "status", "--database=db.sqlite3", cwd=tmp_path).stdout
     assert "source:        sample (" in status
+    loaded = run_installed(*load, "--database=db.sqlite3", cwd=tmp_path)
+    assert loaded.returncode == 0 and loaded.stdout.startswith("Loaded sample: "), loaded
 
 
 def test_the_packaged_catalogues_load_by_name_from_any_folder(tmp_path, monkeypatch):

@@ -1,18 +1,20 @@
 """The pytest plugin a client project gets with the package, run by pytest's own
 pytester: active through the package's entry point with nothing configured, it serves
 the seed catalogue, or the catalogue an ini option or a fixture parameter names, from a
-real ``demoserv serve`` that is stopped when the session ends."""
+real ``demoserv serve`` that is stopped when the session ends. The docs' examples of a
+client's tests and of its ini file are run here as written (tests/docs_blocks.py)."""
 
 import fnmatch
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from demoserv.loader.sources import load_catalogue
 
-from . import catalogue_factory
+from . import catalogue_factory, docs_blocks
 
 SEED = Path(__file__).resolve().parent.parent / "seed"
 SAMPLE = Path(__file__).resolve().parent / "data" / "upstream" / "demozoo-export-sample.sql.gz"
@@ -61,7 +63,19 @@ def count(catalogue_folder_or_export, tmp_path):
     return counts["productions"]
 
 
+def docs_examples():
+    """The docs' examples of a client's tests (README's, docs/testing-clients.md's), as
+    {module name: source}."""
+    return {
+        "test_docs_" + re.sub(r"\W", "_", block.where.lower()): block.text
+        for block in docs_blocks.plugin_examples()
+    }
+
+
 def test_the_seed_is_served_with_nothing_configured(pytester):
+    """Two tests of a client project, and the docs' examples beside them, in one session."""
+    examples = docs_examples()
+    assert len(examples) >= 2
     pytester.makepyfile(
         CLIENT_TESTS
         + """
@@ -70,10 +84,11 @@ def test_one(demoserv_server, demoserv_url):
 
 def test_two(demoserv_server, demoserv_url):
     note(demoserv_server, demoserv_url)
-"""
+""",
+        **examples,
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2 + len(examples))
     first, second = observed(pytester)
     lines = (SEED / "productions.jsonl").read_text(encoding="utf-8").splitlines()
     seed = [json.loads(line) for line in lines]
@@ -88,10 +103,13 @@ def test_two(demoserv_server, demoserv_url):
         p.name
         for p in pytester.path.iterdir()
         if p.name not in ("stdout", "stderr") and not p.name.startswith("runpytest-")
-    ) == [
-        "observed.jsonl",
-        "test_the_seed_is_served_with_nothing_configured.py",
-    ]
+    ) == sorted(
+        [
+            "observed.jsonl",
+            "test_the_seed_is_served_with_nothing_configured.py",
+            *(f"{name}.py" for name in examples),
+        ]
+    )
 
 
 def test_the_ini_option_names_a_catalogue_folder(pytester, tmp_path):
@@ -185,7 +203,9 @@ def test_a_missing_catalogue_is_said_once(pytester):
 
 
 def test_the_ini_option_names_the_packaged_sample(pytester):
-    pytester.makeini("[pytest]\ndemoserv_catalogue = sample\n")
+    """As the docs' ini block (README's, docs/command-line.md's) names it."""
+    (ini,) = {block.text for block in docs_blocks.plugin_ini()}
+    pytester.makeini(ini)
     pytester.makepyfile(
         CLIENT_TESTS
         + "def test_it(demoserv_server, demoserv_url):\n    note(demoserv_server, demoserv_url)\n"

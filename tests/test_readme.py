@@ -88,7 +88,7 @@ def test_options_and_openapi_share_the_descriptions(client):
 def test_the_architecture_block_names_every_module():
     """Every module of the package and of bench/ has its line in the architecture block
     (docs/architecture.md), under its package's folder; the resources by name."""
-    block = DOCS.split("## Architecture\n\n```\n", 1)[1].split("```", 1)[0]
+    block = DOCS.split("## Architecture\n\n```text\n", 1)[1].split("```", 1)[0]
     named = set(re.findall(r"[\w/]+\.py", block))
     root = Path(__file__).resolve().parent.parent
     for path in (root / "demoserv").rglob("*.py"):
