@@ -16,7 +16,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 
 from demoserv import create_app
 
-EXAMPLES = int(os.environ.get("DEMOSERV_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("DEMOSERV_FUZZ_EXAMPLES", "12"))
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_replacement_while_threads_read(tmp_path):
                 seen[name] += 1
             if count == 0:
                 started.wait(timeout=60)  # every reader has read the old catalogue
-            if stop.is_set() and name == "new":
+            if stop.is_set() and name == "old":
                 return
 
     with Server(database) as server:
@@ -159,7 +159,7 @@ def test_replacement_while_threads_read(tmp_path):
         for reader in readers:
             reader.start()
         started.wait(timeout=60)
-        for name in ("new", "old", "new"):
+        for name in ("new", "old"):
             load_catalogue(tmp_path / name, database)
         stop.set()
         for reader in readers:
