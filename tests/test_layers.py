@@ -6,6 +6,7 @@ loader's building code."""
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,15 @@ def _exists(name):
 def layer(module):
     part = module.split(".")[1] if "." in module else ""
     return LAYER[part]
+
+
+def test_the_architectures_drawing_is_the_order_held_here():
+    """docs/architecture.md draws the layers top down, one line each (the face's left
+    out): the drawing says what this test holds."""
+    docs = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    drawing = docs.split("### Layers\n\n```text\n", 1)[1].split("```", 1)[0]
+    drawn = [re.split(r"\s{2,}", line)[0].split(", ") for line in drawing.splitlines()]
+    assert drawn[::-1] == LAYERS[:-1]
 
 
 def test_every_module_has_a_layer():
