@@ -22,6 +22,7 @@ from ..loader.export import export_catalogue
 from ..loader.reporting import CatalogueError
 from ..server import serving
 from ..settings import PACKAGED, packaged_catalogue
+from ..store import facts
 from ..version import __version__
 from ..web.db import DEFAULT_DATABASE, database_path, get_database
 
@@ -244,6 +245,14 @@ def _downloaded(outcome):
     )
 
 
+def _records_changed(target, version):
+    """Whether the load that made ``version`` changed records: the history records a
+    load only when it does (a load can change only what the /api/adhoc/ answers hold,
+    which catalogue files do not all carry)."""
+    history = facts.history(target)
+    return history is None or history["last_load"]["version"] == version
+
+
 def _loaded(outcome, target, elapsed):
     if not outcome.changed:
         return (
@@ -254,8 +263,13 @@ def _loaded(outcome, target, elapsed):
         records = f"version {outcome.version_after}"
     elif outcome.version_before == outcome.version_after:
         records = f"the same records as before, version {outcome.version_after}"
-    else:
+    elif _records_changed(target, outcome.version_after):
         records = f"records changed, version {outcome.version_before} → {outcome.version_after}"
+    else:
+        records = (
+            "the same records as before, other /api/adhoc/ answers, version "
+            f"{outcome.version_before} → {outcome.version_after}"
+        )
     return (
         f"Loaded {outcome.source}: {progress.changes(outcome.counts, outcome.before)} into "
         f"{target} in {progress.seconds(elapsed)} ({records})."
@@ -292,10 +306,10 @@ def status_command():
     rollback, and any files an interrupted load left.
     """
     target = existing_database()
-    facts = status_facts.status(target)
-    if facts is None:
+    found = status_facts.status(target)
+    if found is None:
         fail(f"{target}: not a catalogue database: load one into it with demoserv load")
-    lines = status_facts.lines(target, facts)
+    lines = status_facts.lines(target, found)
     lines.insert(1, f"  {'database from:':<15}{database_origin(current_app)}")
     leftovers = install.leftovers(target)
     if leftovers:
