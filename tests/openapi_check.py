@@ -10,9 +10,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from demoserv.web.views.api import ENDPOINTS
 from demoserv.web.views.endpoints import EXTENSION
 from demoserv.web.views.openapi import build, renamed
+from demoserv.web.views.table import ENDPOINTS
 
 SPEC = build(ENDPOINTS)  # its paths; a page's maxItems follows the page sizes in force
 TEMPLATES = [

@@ -71,8 +71,8 @@ def test_every_common_parameter_is_in_the_parameter_table():
 
 
 def test_options_and_openapi_share_the_descriptions(client):
-    from demoserv.web.views.api import ENDPOINTS
     from demoserv.web.views.openapi import build
+    from demoserv.web.views.table import ENDPOINTS
 
     spec = build(ENDPOINTS)
     for resource in RESOURCES:

@@ -10,8 +10,8 @@ from demoserv.loader.export import export_catalogue
 from demoserv.loader.resources import LOAD_ORDER, LOADING
 from demoserv.resources import BY_NAME, NAMES, RESOURCES
 from demoserv.web.db import read_only_engine
-from demoserv.web.views.api import ENDPOINTS
 from demoserv.web.views.openapi import build
+from demoserv.web.views.table import ENDPOINTS
 
 from . import oracle
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from demoserv import __version__
-from demoserv.web.views.api import ENDPOINTS
 from demoserv.web.views.openapi import build
+from demoserv.web.views.table import ENDPOINTS
 
 from .conftest import suite_app
 from .installed import run_installed

@@ -24,7 +24,7 @@ from ..store import facts
 from ..store.fingerprint import schema_version
 from . import access_log, db, error_handlers, negotiation, pipeline
 from .kept_answers import KeptAnswers
-from .views import adhoc, api, endpoints
+from .views import adhoc, endpoints, table
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def create_app(
     kept.init_app(app)
     negotiation.init_app(app)
     pipeline.init_app(app)
-    app.register_blueprint(endpoints.blueprint(api.served(page_sizes)))
+    app.register_blueprint(endpoints.blueprint(table.served(page_sizes)))
     app.register_blueprint(adhoc.bp)
     return app
 

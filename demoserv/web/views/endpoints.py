@@ -1,6 +1,6 @@
 """An endpoint of the API declared once: its rule under the prefix, its view, its OPTIONS
 answer, its OpenAPI operations and what it keeps. ``blueprint`` routes a table of them
-(``views/api.py``); ``openapi.build`` documents the same table, so that no address is
+(``views/table.py``); ``openapi.build`` documents the same table, so that no address is
 routed without its operation or the reverse."""
 
 import functools
