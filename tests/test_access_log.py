@@ -152,3 +152,13 @@ def test_a_log_format_that_is_not_one_is_named(tmp_path):
     assert result.stderr == (
         "DEMOSERV_LOG_FORMAT is 'colour': expected one of auto, json, text; change or remove it\n"
     )
+
+
+def test_a_path_and_user_agent_in_utf_8_are_logged_as_sent(app, caplog):
+    """WSGI hands over the bytes sent as Latin-1: the access line reads them as UTF-8."""
+    caplog.set_level(logging.INFO, logger="demoserv.access")
+    agent = "Lecteur/1 (élan)".encode().decode("latin-1")  # its UTF-8 bytes, as WSGI has them
+    app.test_client().get("/api/v1/café/", headers={"User-Agent": agent})
+    (line,) = [r.access for r in caplog.records if r.name == "demoserv.access"]
+    assert line["path"] == "/api/v1/café/"
+    assert line["user_agent"] == "Lecteur/1 (élan)"

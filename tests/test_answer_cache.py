@@ -105,6 +105,18 @@ def test_headers_too_large_are_refused_though_the_page_is_kept(kept_app):
     assert response.status_code == 431
 
 
+@pytest.mark.parametrize(
+    "body", [{"data": b"abc"}, {"data": b"x", "headers": {"Transfer-Encoding": "chunked"}}]
+)
+def test_a_body_is_refused_though_the_page_is_kept(kept_app, body):
+    """Under any server: the kept answer is not given to a request the app refuses."""
+    client = kept_app.test_client()
+    assert client.get(PAGE).status_code == 200
+    response = client.get(PAGE, **body)
+    assert response.status_code == 400
+    assert "takes no body" in response.json["detail"]
+
+
 def test_no_budget_keeps_nothing(make_app, loaded_database):
     app = make_app(loaded_database, ANSWER_CACHE_BYTES=0)
     assert app.test_client().get(PAGE).status_code == 200

@@ -7,6 +7,7 @@ import shlex
 import socket
 import time
 import urllib.request
+from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -152,10 +153,12 @@ def test_request_bodies_are_refused_before_they_are_read(server, head, body, sta
             connection.sendall(body + SMUGGLED)
         except (BrokenPipeError, ConnectionResetError):
             pass  # closed already: nothing of the body was wanted
-        answers = responses(read_until_closed(connection))
+        answered = read_until_closed(connection)
+    answers = responses(answered)
     assert len(answers) == 1, answers
     got, headers, text = answers[0]
     assert got == status
+    assert answered.startswith(f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode())
     assert headers["content-type"] == "application/json"
     assert headers["x-content-type-options"] == "nosniff"
     assert detail in json.loads(text)["detail"]

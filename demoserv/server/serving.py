@@ -42,6 +42,7 @@ import os
 import resource
 import tempfile
 import time
+from http import HTTPStatus
 
 import orjson
 from waitress.adjustments import Adjustments
@@ -91,6 +92,7 @@ class Refusal(Error):
     def __init__(self, code, detail):
         super().__init__(detail)
         self.code = code
+        self.reason = HTTPStatus(code).phrase  # waitress's Error has 500's
 
 
 def error_answer(error):

@@ -73,15 +73,24 @@ class _Logged:
         line = {
             "client": environ.get("REMOTE_ADDR", ""),
             "method": environ.get("REQUEST_METHOD", ""),
-            "path": environ.get("PATH_INFO", ""),
+            "path": _sent(environ.get("PATH_INFO", "")),
             "query": environ.get("QUERY_STRING", "")[:500],
             "status": self.status.get("code"),
             "bytes": self.size,
             "ms": round((time.perf_counter() - self.started) * 1000, 2),
-            "user_agent": environ.get("HTTP_USER_AGENT", "")[:500],
+            "user_agent": _sent(environ.get("HTTP_USER_AGENT", ""))[:500],
         }
         # The message alone is the access line's JSON too, for handlers of other formats.
         log.info(json.dumps(line, ensure_ascii=False), extra={"access": line})
+
+
+def _sent(value):
+    """A WSGI string (the bytes sent, as Latin-1) as the UTF-8 text clients send; as
+    Latin-1 where the bytes are not UTF-8."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 def _time(record):

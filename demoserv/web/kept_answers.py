@@ -30,9 +30,12 @@ KEPT_METHODS = ("GET", "HEAD")
 
 def request_key(environ):
     """What an answer can depend on, as the client sent it; None for a request whose
-    answer is never kept (another method, or headers ``guard`` may refuse)."""
+    answer is never kept (another method, a body, which the app refuses, or headers
+    ``request_limits`` may refuse)."""
     method = environ["REQUEST_METHOD"]
     if method not in KEPT_METHODS or _header_bytes(environ) > MAX_HEADERS:
+        return None
+    if environ.get("CONTENT_LENGTH", "0") not in ("", "0") or "HTTP_TRANSFER_ENCODING" in environ:
         return None
     get = environ.get
     return (
