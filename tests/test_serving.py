@@ -127,6 +127,12 @@ BODIES = [
     # (request head, body sent after it, status, what the detail says)
     ("GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n", b"hello", 400, "GET"),
     ("HEAD /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n", b"x", 400, "HEAD"),
+    (
+        "OPTIONS /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n",
+        b"x",
+        400,
+        "An OPTIONS request takes no body",
+    ),
     ("GET /api/v1/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n", b"", 400, "GET"),
     (
         "POST /api/v1/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 300000000\r\n",

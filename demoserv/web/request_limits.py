@@ -38,7 +38,8 @@ def body_refusal(method, length, chunked):
     if not length and not chunked:
         return None
     if method in READ_METHODS:  # the API's methods, which take no body
-        return 400, f"A {method} request takes no body: send it without one."
+        article = "An" if method == "OPTIONS" else "A"
+        return 400, f"{article} {method} request takes no body: send it without one."
     if length > MAX_BODY:
         return 413, "Request entity too large: this API takes no request bodies."
     return None
