@@ -67,9 +67,8 @@ def suite_app(database, kept_answers_class=AnsweredTwice, page_sizes=SMALL_PAGE_
 
 @pytest.fixture
 def make_app():
-    def make(database, kept_answers_class=AnsweredTwice, page_sizes=SMALL_PAGE_SIZES, **config):
-        config = {"SITE_URL": SITE_URL, **config}
-        return suite_app(database, kept_answers_class, page_sizes, **config)
+    def make(database, **options):
+        return suite_app(database, **{"SITE_URL": SITE_URL, **options})
 
     return make
 

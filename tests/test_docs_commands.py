@@ -191,19 +191,10 @@ class LineServer(launcher.Server):
     """A docs command that serves, run by bash in a process group of its own: ready once
     ``url`` answers, stopped with everything it started."""
 
+    POPEN_OPTIONS = {"process_group": 0}
+
     def __init__(self, command, url, **options):
         super().__init__(["bash", "-c", command], launcher.answering(url), **options)
-
-    def _popen(self, output):
-        return subprocess.Popen(
-            self.command,
-            env=self.env,
-            cwd=self.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-            process_group=0,
-        )
 
     def stop(self, timeout=launcher.STOP_TIMEOUT):
         if self.process is not None:

@@ -50,6 +50,8 @@ class Server:
     process's own output) and ``ready_file``, the name for a command that writes one.
     ``name`` is what failures call it."""
 
+    POPEN_OPTIONS = {}  # more of subprocess.Popen's, for a kind of server that needs them
+
     def __init__(
         self,
         command,
@@ -96,6 +98,7 @@ class Server:
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=output,
+            **self.POPEN_OPTIONS,
         )
 
     def wait(self):
