@@ -1,26 +1,29 @@
 """The guard of never-seen listings: finding one takes a core for milliseconds to a few
-hundred, so each app finds one at a time, on a thread of its own that yields the
-processor to any other, and holds at most ``QUEUE`` requests for new listings at once
-(one being found, the others waiting for it, each at most ``WAIT_SECONDS`` before its
-own starts). A request past the queue, or one that waited its time, is answered 503
-with ``Retry-After``. A bounded executor and nothing else: it knows nothing of the server,
-and shares nothing between processes, so a client that sends one request at a time
-always finds the queue empty and is never turned away, under any server.
+hundred, so each app finds one at a time, through a thread of its own that hands it to
+the finder process (``finder``), and holds at most half the threads it has been called
+on (at most ``QUEUE``, at least one) for new listings at once: one being found, the
+others waiting for it, each at most ``WAIT_SECONDS`` before its own starts. A request
+past that, or one that waited its time, is answered 503 with ``Retry-After``.
 
-Pages of listings found before (``listing_cache``) never come here."""
+A server's threads are its own business: the guard only counts those a request for a
+new listing came on, so that under a server of few threads (waitress's default 4) held
+requests never take them all from readers, and under one of many (``demoserv serve``'s
+16) clients flooding new listings are held at the pace of listings found rather than
+answered at once, again and again. It shares nothing between processes, so a client
+that sends one request at a time always finds the guard empty and is never turned away,
+under any server.
+
+Pages of listings found before (``kept``) never come here."""
 
 import concurrent.futures
-import logging
 import os
 import threading
 
 from ..api.error import APIError
 
-QUEUE = 8  # new listings held at once: half of demoserv-serve's 16 threads stay free
+QUEUE = 8  # the most requests held for new listings at once: half of 16 threads
 WAIT_SECONDS = 2.0  # the longest a request waits for its new listing to be started
 EXTENSION = "demoserv.listings.guard"
-
-log = logging.getLogger(__name__)
 
 
 class Busy(APIError):
@@ -35,20 +38,31 @@ class Busy(APIError):
 
 
 class ListingGuard:
-    """One new listing found at a time (a one-thread executor), at most ``queue``
-    requests held, each waiting at most ``wait_seconds`` for its listing to start."""
+    """One new listing found at a time (a one-thread executor), with at most half the
+    threads requests came on (at most ``queue``, at least one) held at once, each
+    waiting at most ``wait_seconds`` for its listing to start."""
 
     def __init__(self, queue=QUEUE, wait_seconds=WAIT_SECONDS):
-        self.wait_seconds = wait_seconds
-        self._held = threading.BoundedSemaphore(queue)
+        self.queue, self.wait_seconds = queue, wait_seconds
+        self._threads = set()  # those requests came on, up to twice the queue
+        self._held = 0
         self._executor, self._pid = None, None
         self._lock = threading.Lock()
 
+    @property
+    def limit(self):
+        """How many requests may be held now."""
+        return max(1, min(self.queue, len(self._threads) // 2))
+
     def run(self, function, *args):
         """``function(*args)`` on the finding thread: its result, or its exception;
-        Busy if the queue is full or the listing could not start in time."""
-        if not self._held.acquire(blocking=False):
-            raise Busy
+        Busy if the guard holds its limit or the listing could not start in time."""
+        with self._lock:
+            if len(self._threads) < 2 * self.queue:
+                self._threads.add(threading.get_ident())
+            if self._held >= self.limit:
+                raise Busy
+            self._held += 1
         try:
             future = self._finder().submit(function, *args)
             try:
@@ -58,26 +72,18 @@ class ListingGuard:
                     raise Busy from None
                 return future.result()  # started in time: it is worth its result
         finally:
-            self._held.release()
+            with self._lock:
+                self._held -= 1
 
     def _finder(self):
         """The executor of this process: one made before a fork has no thread in it."""
         with self._lock:
             if self._pid != os.getpid():
                 self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="demoserv-finder", initializer=_idle
+                    max_workers=1, thread_name_prefix="demoserv-finder"
                 )
                 self._pid = os.getpid()
             return self._executor
-
-
-def _idle():
-    """The calling thread under Linux's SCHED_IDLE policy: any other thread that wakes
-    up takes the processor from it at once."""
-    try:
-        os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError) as error:  # not Linux: the process's own priority
-        log.warning("new listings are found at the server's CPU priority: %s", error)
 
 
 def init_app(app):

@@ -15,6 +15,7 @@ from flask import Flask
 
 from .. import settings
 from ..listings import guard, kept
+from ..listings.finder import FINDER
 from ..loader import progress
 from ..loader.install import InstallError
 from ..loader.reporting import CatalogueError
@@ -153,13 +154,20 @@ def start_serving(app, catalogue=None):
     from the seed catalogue on the first start, or from ``catalogue``
     (``build_from_seed``); what start-up allocated kept out of the cyclic collector's
     full passes, which would otherwise walk it while serving; a shorter interpreter
-    switch interval (``SWITCH_INTERVAL``); and large blocks given back to the system
-    when freed (``give_back_large_blocks``)."""
+    switch interval (``SWITCH_INTERVAL``); large blocks given back to the system when
+    freed (``give_back_large_blocks``); and the finder of listings started, so that
+    the first never-seen listing does not wait for its imports (``listings/finder.py``;
+    one that cannot start is said, and tried again at the first listing)."""
+    FINDER.start()
     access_log.configure(app)
     build_from_seed(app, catalogue)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
+    try:
+        FINDER.wait()
+    except RuntimeError as error:
+        log.error("%s", error)
 
 
 def build_from_seed(app, catalogue=None):

@@ -96,7 +96,7 @@ class Serving:
             bounds = parsed_ordering.rank_bounds(page.start, page.stop, page.count)
             expand = catalogue.expander(resource.name)
             return page, [expand(doc) for doc in connection.execute(statement, bounds).scalars()]
-        ids = catalogue.listing(resource, parsed_ordering, conditions, connection)
+        ids = catalogue.listing(resource, parsed_ordering, conditions)
         page = pagination.current_page(len(ids), size)
         return page, self.fetch_docs(connection, ids[page.start : page.stop], detail)
 
