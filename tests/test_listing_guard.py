@@ -177,6 +177,37 @@ def test_a_request_whose_listing_cannot_start_in_time_is_turned_away(workers, mo
     assert gate.calls == 1  # the request turned away never reached the finder
 
 
+def test_while_the_guard_is_full_new_listings_are_refused_before_flask(app, monkeypatch):
+    """Each refusal but the first of a form (its headers but the address) is the first's
+    bytes, answered without Flask; what a refusal cannot answer is Flask's, as ever."""
+    guard = app.extensions[listing_guard.EXTENSION]
+    client = app.test_client()
+    assert client.get(FOUND_BEFORE).status_code == 200
+    asked = []
+
+    def refuse(*args):
+        asked.append(args)
+        raise listing_guard.Busy
+
+    monkeypatch.setattr(guard, "admits", lambda: False)
+    monkeypatch.setattr(guard, "run", refuse)
+    first, second = client.get(NEW_LISTING), client.get(OTHER_NEW_LISTING)
+    assert first.status_code == second.status_code == 503 and len(asked) == 1
+    assert first.data == second.data and first.headers == second.headers
+    assert second.headers["Retry-After"] == "1" and second.headers["Vary"] == "Accept"
+    indented = {"Accept": "application/json; indent=2"}  # another form: Flask's own
+    assert client.get(THIRD_NEW_LISTING, headers=indented).data.startswith(b'{\n  "detail"')
+    assert client.get(THIRD_NEW_LISTING + "&format=json").status_code == 503
+    assert len(asked) == 3
+    for path in READERS:  # pages found before and single-key listings
+        assert client.get(path).status_code == 200, path
+    assert client.get(NEW_LISTING, headers={"If-None-Match": '"x"'}).status_code == 503
+    assert client.get("/api/v1/productions/?released_since=1993-13").status_code == 400
+    record = client.get("/api/v1/productions/").json["results"][0]["id"]
+    assert client.get(f"/api/v1/productions/{record}/?released_since=1994").status_code == 200
+    assert len(asked) == 4  # the request with If-None-Match was Flask's
+
+
 def test_the_guard_holds_half_the_threads_it_was_called_on():
     """One thread: one held; 4: two; 16 or more (a thread a request): ``queue``."""
     guard, limits, done = listing_guard.ListingGuard(queue=8), [], threading.Event()

@@ -164,7 +164,6 @@ class Finder:
             self._process.wait()
         self._process, self._connection, self._ready = None, None, False
 
-
     def stop(self):
         """Stop the process, if this process started one."""
         with self._lock:

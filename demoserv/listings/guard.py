@@ -3,10 +3,11 @@ hundred, so each app finds one at a time, through a thread of its own that hands
 the finder process (``finder``), and holds at most half the threads it has been called
 on (at most ``QUEUE``, at least one) for new listings at once: one being found, the
 others waiting for it, each at most ``WAIT_SECONDS`` before its own starts. A request
-past that, or one that waited its time, is answered 503 with ``Retry-After``.
+past that, or one that waited its time, is answered 503 with ``Retry-After``; while the
+guard holds all it may, ``web/admission.py`` answers that before Flask (``admits``).
 
-A server's threads are its own business: the guard only counts those a request for a
-new listing came on, so that under a server of few threads (waitress's default 4) held
+A server's threads are its own business: the guard only counts those that requests
+reaching it came on, so that under a server of few threads (waitress's default 4) held
 requests never take them all from readers, and under one of many (``demoserv serve``'s
 16) clients flooding new listings are held at the pace of listings found rather than
 answered at once, again and again. It shares nothing between processes, so a client
@@ -54,12 +55,18 @@ class ListingGuard:
         """How many requests may be held now."""
         return max(1, min(self.queue, len(self._threads) // 2))
 
+    def admits(self):
+        """Whether a request for a new listing, on this thread, would be held now rather
+        than turned away (what the next request finds may differ)."""
+        with self._lock:
+            self._count_thread()
+            return self._held < self.limit
+
     def run(self, function, *args):
         """``function(*args)`` on the finding thread: its result, or its exception;
         Busy if the guard holds its limit or the listing could not start in time."""
         with self._lock:
-            if len(self._threads) < 2 * self.queue:
-                self._threads.add(threading.get_ident())
+            self._count_thread()
             if self._held >= self.limit:
                 raise Busy
             self._held += 1
@@ -74,6 +81,10 @@ class ListingGuard:
         finally:
             with self._lock:
                 self._held -= 1
+
+    def _count_thread(self):
+        if len(self._threads) < 2 * self.queue:
+            self._threads.add(threading.get_ident())
 
     def _finder(self):
         """The executor of this process: one made before a fork has no thread in it."""

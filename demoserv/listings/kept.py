@@ -30,6 +30,13 @@ def ids(path, served, resource, ordering, conditions):
     return guard.run(_found_anew, cache, key, path, served)
 
 
+def is_kept(listings, served, resource, ordering, conditions):
+    """Whether the listing's ids are kept in ``listings`` (an app's cache of them) from
+    the file whose id is ``served``; asked without counting as a use."""
+    key = (resource.name, ordering.cache_key, conditions.key)
+    return listings.peek(key, served) is not None
+
+
 def _found_anew(cache, key, path, served):
     """The listing found by the finder and kept, on the guard's thread, so that a
     request that waited there for the same listing finds it kept."""
