@@ -120,6 +120,7 @@ class Columns:
             found = np.empty(len(ranks), dtype=ranks.dtype)
             found[ranks - 1] = np.arange(len(ranks), dtype=ranks.dtype)
             self._permutations[key] = found
+            del self.arrays[f"rank:{key}"]  # nothing else reads it: its bytes go
         return found
 
     def order(self, ordering, mask):

@@ -39,8 +39,15 @@ START_SECONDS = 60.0  # for the process's imports, on a machine busy with other 
 FIND_SECONDS = 60.0  # for one listing (most take milliseconds) before the process is killed
 FILES = 2  # files the process keeps open: the one served and the one before a load
 READY = "ready"
-# The process's environment besides the server's: no BLAS threads (numpy's sorts use none).
-ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+# The process's environment besides the server's: no BLAS threads (numpy's sorts use none),
+# and glibc's threshold for mapping allocations fixed at 128 KiB, so that a listing's
+# temporary arrays are given back to the system once freed (as the server does:
+# web/factory.give_back_large_blocks).
+ENVIRONMENT = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MALLOC_MMAP_THRESHOLD_": str(128 * 1024),
+}
 
 log = logging.getLogger(__name__)
 
