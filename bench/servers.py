@@ -59,10 +59,10 @@ def start_server(kind, env, threads=None, app=None, tree=None):
     if kind == "waitress-defaults":
         return launcher.WaitressServe(app=serving, env=env, cwd=tree).start()
     if kind == "gunicorn-sync":
-        return start([*gunicorn, wsgi], env, GUNICORN_LISTENING)
+        return start([*gunicorn, wsgi], env, GUNICORN_LISTENING, cwd=tree)
     if kind == "gunicorn-gthread":
         command = [*gunicorn, "--worker-class=gthread", "--threads=4", wsgi]
-        return start(command, env, GUNICORN_LISTENING)
+        return start(command, env, GUNICORN_LISTENING, cwd=tree)
     if kind == "flask":
         command = [python, "-m", "flask", "--app", "demoserv", "run", "--port=0"]
         return start(command, env, FLASK_RUNNING, cwd=tree)

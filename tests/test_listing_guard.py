@@ -7,6 +7,7 @@ stops."""
 import os
 import queue
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -299,3 +300,15 @@ def test_a_process_forked_since_starts_its_own_finder(client, monkeypatch):
     # Here the parent's finder is this process's child: its end closed, it stops.
     assert parents.wait(timeout=60) == 0
     listing_finder.FINDER.stop()  # the "forked" process's, while it is that process
+
+
+def test_the_finder_imports_the_servers_own_package(client, monkeypatch, tmp_path):
+    """Whatever folder the server runs in (gunicorn's --chdir to a checkout of other
+    code, say), the finder runs this package's code: its folder first on the path."""
+    monkeypatch.chdir(tmp_path)
+    listing_finder.FINDER.stop()
+    assert client.get(NEW_LISTING).status_code == 200
+    environ = Path(f"/proc/{finder_pid()}/environ").read_bytes().split(b"\0")
+    path = next(v for v in environ if v.startswith(b"PYTHONPATH=")).split(b"=", 1)[1]
+    assert path.decode().split(os.pathsep)[0] == str(listing_finder.PACKAGE_ROOT)
+    assert (listing_finder.PACKAGE_ROOT / "demoserv" / "listings" / "finder.py").exists()

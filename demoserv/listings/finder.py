@@ -26,6 +26,7 @@ import sys
 import threading
 import traceback
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from ..resources import BY_NAME
 from ..store.reading import FileReplaced, read_only_engine
 from .columns import Columns
 
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds demoserv/
 START_SECONDS = 60.0  # for the process's imports, on a machine busy with other work
 FIND_SECONDS = 60.0  # for one listing (most take milliseconds) before the process is killed
 FILES = 2  # files the process keeps open: the one served and the one before a load
@@ -131,7 +133,12 @@ class Finder:
             try:
                 if not connection.poll(START_SECONDS) or connection.recv() != READY:
                     raise TimeoutError(f"not ready in {START_SECONDS:.0f} s")
-            except (OSError, EOFError) as error:
+            except EOFError:
+                self._stop()
+                raise RuntimeError(
+                    "the finder of listings stopped as it started (its error is in the log)"
+                ) from None
+            except OSError as error:
                 self._stop()
                 raise RuntimeError(f"the finder of listings did not start: {error}") from None
             self._ready = True
@@ -148,13 +155,16 @@ class Finder:
             self._stop()
         if self._process is None:
             ours, theirs = socket.socketpair()
+            # This very package first on its path, wherever the server imported it from
+            # (a checkout, a folder gunicorn's --chdir left behind), then the server's.
+            paths = [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
             try:
                 with theirs:
                     self._process = subprocess.Popen(
                         [sys.executable, "-m", __name__, str(theirs.fileno())],
                         pass_fds=[theirs.fileno()],
                         stdin=subprocess.DEVNULL,
-                        env={**ENVIRONMENT, **os.environ},
+                        env={**ENVIRONMENT, **os.environ, "PYTHONPATH": os.pathsep.join(paths)},
                     )
             except OSError as error:
                 ours.close()
