@@ -33,9 +33,11 @@ DEFAULTS = settings.DEFAULTS
 
 
 # Seconds a thread may hold the interpreter while others want it (Python's default: 5 ms).
-# A request waits about that long each time it needs the interpreter back from a
-# thread that is finding a new listing; a page takes 1 to 2 ms.
-SWITCH_INTERVAL = 0.001
+# A request waits about that long each time it needs the interpreter back from a thread
+# building a page (a new listing's first page takes a few ms), and a kept page needs it
+# two or three times for a few hundredths of a millisecond each; under a flood of
+# refusals every thread of the server wants it.
+SWITCH_INTERVAL = 0.00025
 
 # Allocations of at least this many bytes are mapped from the system each time and given
 # back when freed (glibc's M_MMAP_THRESHOLD, fixed, so glibc no longer raises it). Finding
