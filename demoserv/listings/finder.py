@@ -115,7 +115,7 @@ class Finder:
                     answer = connection.recv()
                     if answer[0] == "ids":
                         ids = np.empty(answer[2], dtype=np.dtype(answer[1]))
-                        connection.recv_bytes_into(ids)
+                        _read_into(connection.fileno(), ids)
                         return ids
                 except (OSError, EOFError) as error:
                     log.error("the finder of listings stopped (%s); starting another", error)
@@ -221,6 +221,25 @@ class _Files:
         return columns[resource.name], connection
 
 
+def _read_into(descriptor, array):
+    """Fill ``array`` with the bytes that follow on ``descriptor``: straight into it, the
+    interpreter's lock let go at each read, where a message of megabytes was copied
+    twice while holding it."""
+    view = memoryview(array).cast("B")
+    while view:
+        count = os.readv(descriptor, [view])
+        if not count:
+            raise EOFError("the finder of listings stopped while answering")
+        view = view[count:]
+
+
+def _write(descriptor, array):
+    """Write ``array``'s bytes, whole, to ``descriptor`` (what ``_read_into`` reads)."""
+    view = memoryview(array).cast("B")
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
 def _idle():
     """This process under Linux's SCHED_IDLE policy: any other thread that wakes up
     takes the processor from it at once."""
@@ -256,7 +275,7 @@ def serve(connection):
         else:
             ids = np.ascontiguousarray(ids)
             connection.send(("ids", ids.dtype.str, len(ids)))
-            connection.send_bytes(ids)
+            _write(connection.fileno(), ids)
 
 
 if __name__ == "__main__":
