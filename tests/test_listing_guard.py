@@ -232,6 +232,32 @@ def test_the_guard_holds_half_the_threads_it_was_called_on():
     assert len(guard._threads) == 16  # no more are counted
 
 
+def test_while_others_wait_the_finder_works_a_tenth_of_the_time():
+    """After a listing that took t, one that others waited for starts 9t later; one
+    alone starts at once, however soon after the last."""
+    now, rests = [100.0], []
+
+    def rest(seconds):
+        rests.append(round(seconds, 6))
+        now[0] += seconds
+
+    guard = listing_guard.ListingGuard(share=0.1, clock=lambda: now[0], sleep=rest)
+
+    def find(seconds):
+        now[0] += seconds
+        return seconds
+
+    assert (guard.run(find, 0.02), guard.run(find, 0.03)) == (0.02, 0.03)
+    assert rests == []  # alone: at once
+    guard._held = 2  # as on the finding thread while another request waits
+    guard._paced(find, 0.02)
+    guard._paced(find, 0.05)
+    assert rests == [0.27, 0.18]  # 9 × 0.03, then 9 × 0.02
+    now[0] += 1.0
+    guard._paced(find, 0.01)  # the rest is over by then
+    assert rests == [0.27, 0.18]
+
+
 def test_the_guard_gives_back_results_and_errors_and_frees_its_queue():
     guard = listing_guard.ListingGuard(queue=1)
     assert guard.run(pow, 2, 10) == 1024

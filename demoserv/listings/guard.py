@@ -2,9 +2,10 @@
 hundred, so each app finds one at a time, through a thread of its own that hands it to
 the finder process (``finder``), and holds at most half the threads it has been called
 on (at most ``QUEUE``, at least one) for new listings at once: one being found, the
-others waiting for it, each at most ``WAIT_SECONDS`` before its own starts. A request
-past that, or one that waited its time, is answered 503 with ``Retry-After``; while the
-guard holds all it may, ``web/admission.py`` answers that before Flask (``admits``).
+others waiting for it, each at most ``WAIT_SECONDS`` before its own starts; while others
+wait, the finder works at most ``SHARE`` of the time. A request past that, or one that
+waited its time, is answered 503 with ``Retry-After``; while the guard holds all it may,
+``web/admission.py`` answers that before Flask (``admits``).
 
 A server's threads are its own business: the guard only counts those that requests
 reaching it came on, so that under a server of few threads (waitress's default 4) held
@@ -19,11 +20,17 @@ Pages of listings found before (``kept``) never come here."""
 import concurrent.futures
 import os
 import threading
+import time
 
 from ..api.error import APIError
 
 QUEUE = 8  # the most requests held for new listings at once: half of 16 threads
 WAIT_SECONDS = 2.0  # the longest a request waits for its new listing to be started
+# While other requests wait for it, the finder works at most this share of the time.
+# Even at SCHED_IDLE, a process sorting tens of megabytes slows the other core's threads
+# (memory and caches are shared): beside a finder never resting, a reader's p99 was 5
+# to 6 times its idle p99 at full size; with a tenth of the time, within 1.2 times.
+SHARE = 0.1
 EXTENSION = "demoserv.listings.guard"
 
 
@@ -41,12 +48,22 @@ class Busy(APIError):
 class ListingGuard:
     """One new listing found at a time (a one-thread executor), with at most half the
     threads requests came on (at most ``queue``, at least one) held at once, each
-    waiting at most ``wait_seconds`` for its listing to start."""
+    waiting at most ``wait_seconds`` for its listing to start, and while others wait,
+    the finding at most ``share`` of the time (of ``clock``, resting with ``sleep``)."""
 
-    def __init__(self, queue=QUEUE, wait_seconds=WAIT_SECONDS):
-        self.queue, self.wait_seconds = queue, wait_seconds
+    def __init__(
+        self,
+        queue=QUEUE,
+        wait_seconds=WAIT_SECONDS,
+        share=SHARE,
+        clock=time.monotonic,
+        sleep=time.sleep,
+    ):
+        self.queue, self.wait_seconds, self.share = queue, wait_seconds, share
+        self._clock, self._sleep = clock, sleep
         self._threads = set()  # those requests came on, up to twice the queue
         self._held = 0
+        self._rested = 0.0  # when the finding thread may start a listing others waited for
         self._executor, self._pid = None, None
         self._lock = threading.Lock()
 
@@ -71,7 +88,7 @@ class ListingGuard:
                 raise Busy
             self._held += 1
         try:
-            future = self._finder().submit(function, *args)
+            future = self._finder().submit(self._paced, function, *args)
             try:
                 return future.result(timeout=self.wait_seconds)
             except concurrent.futures.TimeoutError:
@@ -81,6 +98,22 @@ class ListingGuard:
         finally:
             with self._lock:
                 self._held -= 1
+
+    def _paced(self, function, *args):
+        """``function(*args)``, on the finding thread: while other requests wait, it
+        starts no sooner than the last listing's time × (1 / share - 1) after it, so
+        that the finder works at most ``share`` of the time; a request alone, never
+        waited for, starts at once."""
+        if self._held > 1:
+            rest = self._rested - self._clock()
+            if rest > 0:
+                self._sleep(rest)  # the requests queued behind wait, each within its own time
+        started = self._clock()
+        try:
+            return function(*args)
+        finally:
+            ended = self._clock()
+            self._rested = ended + (ended - started) * (1 / self.share - 1)
 
     def _count_thread(self):
         if len(self._threads) < 2 * self.queue:
