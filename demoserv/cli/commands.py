@@ -24,6 +24,7 @@ from ..server import serving
 from ..settings import PACKAGED, packaged_catalogue
 from ..store import facts
 from ..version import __version__
+from ..web.address_style import snapshot_addresses
 from ..web.db import DEFAULT_DATABASE, database_path, get_database
 
 
@@ -214,6 +215,7 @@ def load_command(source, wait, allow_empty, force):
         force=force,
         fetch_settings=settings,
         keep_days=current_app.config["CHANGES_KEPT_DAYS"],
+        snapshot_at=snapshot_addresses(current_app.config),
         report=progress.Display(bars=sys.stdout.isatty()),
     )
     started = time.monotonic()
@@ -290,7 +292,12 @@ def rollback_command(wait):
         existing_database()
     with install.handling_signals(target):
         try:
-            counts = install.rollback(target, wait=wait, report=progress.Display(bars=False))
+            counts = install.rollback(
+                target,
+                wait=wait,
+                snapshot_at=snapshot_addresses(current_app.config),
+                report=progress.Display(bars=False),
+            )
         except install.InstallError as error:
             fail(str(error))
         progress.say(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")
@@ -465,7 +472,7 @@ def serve_command(listen, catalogue, request_timeout, database, ready_file, **wa
         listener = serving.Listener(settings, request_timeout=request_timeout)
     except OSError as error:
         fail(f"demoserv serve: {_listen_failure(error, settings['listen'])}")
-    factory.start_serving(app, folder)
+    factory.start_serving(app, folder, listener.urls)
     serving.serve(listener, app, ready_file=ready_file)
 
 

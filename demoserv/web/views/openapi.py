@@ -25,6 +25,7 @@ ERRORS = {
     "406": "The Accept header admits no JSON.",
     "410": "A catalogue version the history of changes does not hold: fetch the lists again.",
     "414": "The path or query string is too long to read.",
+    "416": "A Range that the file does not hold.",
     "503": "No catalogue can be read.",
 }
 
