@@ -13,6 +13,7 @@ renamed once complete; an address whose folder exists for the version is not wri
 again. Called by ``install`` before it switches files, under the load lock.
 """
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -113,6 +114,8 @@ def _write(connection, target, version, addresses):
     finally:
         for folder in writing.values():
             shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # a version's folder left empty by a failure
 
 
 def _write_records(cursor, expand, files):
