@@ -46,6 +46,7 @@ def test_both_roots_link_the_docs_the_document_the_status_and_the_changes(client
     related = {parameters["title"]: target for target, parameters in found["related"]}
     assert related == {
         "the changes feed": "/api/v1/changes/",
+        "the snapshot: every record in one download": "/api/v1/snapshot/",
         "the upstream's /api/adhoc/ paths": "/api/v1/docs/#adhoc",
     }
     kinds = {
@@ -53,6 +54,7 @@ def test_both_roots_link_the_docs_the_document_the_status_and_the_changes(client
         "/api/v1/openapi.json": "application/json",
         "/api/v1/status/": "application/json",
         "/api/v1/changes/": "application/json",
+        "/api/v1/snapshot/": "application/json",
     }
     for target, kind in kinds.items():
         linked = client.get(target)

@@ -4,8 +4,10 @@ length, ETag, 304 and ranges; an address without one; written at load beside the
 kept for the previous file and rolled back with it, written over a file that has none,
 never half; and the snapshot of a version plus the changes since it the next one."""
 
+import contextlib
 import gzip
 import hashlib
+import io
 import json
 import shutil
 
@@ -19,8 +21,10 @@ from demoserv.loader.sources import LoadOptions, load_catalogue, load_source
 from demoserv.resources import NAMES
 from demoserv.store import facts, snapshot
 
+from . import docs_blocks
 from .conftest import SITE_URL, TEST_CLIENT_ADDRESS
 from .test_history import loads  # noqa: F401 (fixture)
+from .test_server import Server
 from .test_upstream import SAMPLE
 
 FIELD_NAMES = ("service_url", "demozoo_url")
@@ -232,3 +236,22 @@ def test_the_same_records_give_the_same_bytes(loaded_database, tmp_path):
             original / snapshot.file_name(name)
         ).read_bytes()
     assert json.loads((written / snapshot.MANIFEST).read_text())["version"] == version
+
+
+def test_the_docs_python_example_reads_every_production(loaded_database, tmp_path):
+    """docs/snapshot.md's Python example, as written but for the server's address, run
+    against a real server whose snapshot is written for its address."""
+    (block,) = docs_blocks.run_by("tests/test_snapshot.py")
+    path = tmp_path / "served.sqlite3"
+    shutil.copyfile(loaded_database, path)
+    with Server(path) as server:
+        api_root = f"{server.url}/api/v1/"
+        writer.write(path, path, [snapshot.Address(api_root, SITE_URL, "service_url")])
+        code = block.text.replace("http://127.0.0.1:8080/api/v1/", api_root)
+        assert code != block.text
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, block.where, "exec"), {})
+    version = facts.version_and_time(path).version
+    count = facts.counts(path)["productions"]
+    assert printed.getvalue() == f"{count} productions of version {version}\n"
