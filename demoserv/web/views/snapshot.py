@@ -165,14 +165,18 @@ def _path_parameter(name, schema, description):
     }
 
 
+# No pattern for the version and the key: any text is routed (and answered 404 unless
+# it names a file written), so OPTIONS answers for any.
 FILE_PARAMETERS = (
     _path_parameter(
-        "version", {"type": "string", "pattern": f"^{VERSION}$"}, "The catalogue version."
+        "version",
+        {"type": "string"},
+        f"The catalogue version ({DIGEST_DIGITS} hexadecimal digits).",
     ),
     _path_parameter(
         "key",
-        {"type": "string", "pattern": f"^[0-9a-f]{{{snapshot.KEY_DIGITS}}}$"},
-        "The address the file was written for.",
+        {"type": "string"},
+        f"The address the file was written for ({snapshot.KEY_DIGITS} hexadecimal digits).",
     ),
     _path_parameter("resource", {"type": "string", "enum": list(NAMES)}, "The resource."),
 )
@@ -180,6 +184,7 @@ FILE_PARAMETERS = (
 
 def _file_operations(spec):
     gzip = {snapshot.CONTENT_TYPE: {"schema": {"type": "string", "format": "binary"}}}
+    methods = openapi.methods_only("a snapshot's file")
     return {
         "get": {
             "summary": "A snapshot's file, as the manifest names it",
@@ -192,7 +197,8 @@ def _file_operations(spec):
                 **openapi.errors("404", "416"),
             },
         },
-        "options": openapi.methods_only("a snapshot's file"),
+        # A path that names no file (its variables' values aside) is not routed: 404.
+        "options": {**methods, "responses": {**methods["responses"], **openapi.errors("404")}},
     }
 
 
