@@ -224,18 +224,23 @@ def test_the_snapshot_of_a_version_and_the_changes_since_it_are_the_next_snapsho
 
 def test_the_same_records_give_the_same_bytes(loaded_database, tmp_path):
     """zlib is deterministic and the gzip header holds no time: a snapshot written
-    again (a replica, or after its folder was removed) is the same file."""
+    again (a replica, or one of an earlier format) is the same file."""
     path = tmp_path / "copy.sqlite3"
     shutil.copyfile(loaded_database, path)
-    writer.write(path, path, [TEST_CLIENT_ADDRESS])
     version = facts.version_and_time(path).version
     written = snapshot.files_folder(path, version, TEST_CLIENT_ADDRESS.key)
     original = snapshot.files_folder(loaded_database, version, TEST_CLIENT_ADDRESS.key)
+    assert writer.write(path, path, [TEST_CLIENT_ADDRESS]) == [TEST_CLIENT_ADDRESS]
+    assert writer.write(path, path, [TEST_CLIENT_ADDRESS]) == []  # written already
+    manifest = json.loads((written / snapshot.MANIFEST).read_text())
+    (written / snapshot.MANIFEST).write_text(json.dumps({**manifest, "format": 0}))
+    assert writer.write(path, path, [TEST_CLIENT_ADDRESS]) == [TEST_CLIENT_ADDRESS]
+    assert json.loads((written / snapshot.MANIFEST).read_text()) == manifest
     for name in NAMES:
         assert (written / snapshot.file_name(name)).read_bytes() == (
             original / snapshot.file_name(name)
         ).read_bytes()
-    assert json.loads((written / snapshot.MANIFEST).read_text())["version"] == version
+    assert sorted(each.name for each in written.parent.iterdir()) == [TEST_CLIENT_ADDRESS.key]
 
 
 def test_the_docs_python_example_reads_every_production(loaded_database, tmp_path):

@@ -50,7 +50,7 @@ def write(catalogue, target, addresses, report=silent):
     missing = [
         address
         for address in dict.fromkeys(addresses)
-        if not _manifest_path(target, version.version, address).exists()
+        if snapshot.read_manifest(target, version.version, address.key) is None
     ]
     if not missing:
         return []
@@ -61,10 +61,6 @@ def write(catalogue, target, addresses, report=silent):
         finally:
             connection.close()
     return missing
-
-
-def _manifest_path(target, version, address):
-    return snapshot.files_folder(target, version, address.key) / snapshot.MANIFEST
 
 
 def _write(connection, target, version, addresses):
@@ -103,17 +99,22 @@ def _write(connection, target, version, addresses):
                 manifests[address][resource.name] = {"count": count, **file.result()}
         for address, folder in writing.items():
             manifest = {
+                "format": snapshot.FORMAT,
                 "version": version,
                 "address": address.as_dict(),
                 "resources": manifests[address],
             }
             (folder / snapshot.MANIFEST).write_bytes(orjson.dumps(manifest))
             _fsync(folder)
-            os.rename(folder, parent / address.key)
+            written = parent / address.key
+            if written.exists():  # of another format: moved aside, then replaced
+                os.rename(written, folder.with_name(folder.name + ".old"))
+            os.rename(folder, written)
         _fsync(parent)
     finally:
         for folder in writing.values():
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder.with_name(folder.name + ".old"), ignore_errors=True)
         with contextlib.suppress(OSError):
             parent.rmdir()  # a version's folder left empty by a failure
 

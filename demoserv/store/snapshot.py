@@ -30,6 +30,9 @@ EXTENSION = ".ndjson.gz"
 CONTENT_TYPE = "application/gzip"
 FILES_PATH = "/snapshot"  # the files' addresses: FILES_PATH/<version>/<key>/<resource>.ndjson.gz
 KEY_DIGITS = 16
+# How lines are made from the stored records: a manifest of another format is not read,
+# so that a load writes the version's files again.
+FORMAT = 1
 KEY = re.compile(f"[0-9a-f]{{{KEY_DIGITS}}}")
 
 
@@ -80,9 +83,12 @@ def file_path(version, key, resource):
 
 def read_manifest(target, version, key):
     """The manifest of ``version``'s files for the address ``key`` beside ``target``
-    (``{"version", "address", "resources": {name: {"count", "bytes", "sha256"}}}``);
-    None if they were not written."""
+    (``{"format", "version", "address", "resources": {name: {"count", "bytes",
+    "sha256"}}}``); None if they were not written (in this ``FORMAT``)."""
     try:
-        return orjson.loads((files_folder(target, version, key) / MANIFEST).read_bytes())
+        manifest = orjson.loads((files_folder(target, version, key) / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    return manifest

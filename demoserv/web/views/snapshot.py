@@ -39,7 +39,7 @@ def manifest():
     catalogue = get_catalogue()
     address = request_address()
     found = snapshot.read_manifest(database_path(current_app), catalogue.version, address.key)
-    if found is None:
+    if found is None or not all(name in found["resources"] for name in NAMES):
         raise APIError(
             404,
             f"No snapshot is written for {address.api_root}: a load writes it for each "
