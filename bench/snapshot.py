@@ -16,6 +16,7 @@ snapshot's folder is removed at the end. Prints one JSON object.
 """
 
 import argparse
+import contextlib
 import gzip
 import http.client
 import json
@@ -101,6 +102,9 @@ def main():
         server.stop()
         if written is not None:
             shutil.rmtree(written)
+            for folder in (written.parent, written.parent.parent):  # if left empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
     per_request = asked / len(ids)
     detail_all = per_request * len(lines)
     snapshot_seconds = statistics.median([first, second])
