@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from ..store import facts
-from . import adhoc_answers, fetch, history, install, prebuilt, provenance, snapshot
+from . import adhoc_facts, fetch, history, install, prebuilt, provenance, snapshot
 from .build import Builder
-from .files import catalogue_files
+from .files import adhoc_file, catalogue_files
 from .pgdump import DumpError
 from .reporting import CatalogueError, silent
 from .rows import Loader
@@ -153,16 +153,19 @@ def _load_folder(source, target, options):
     paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
     with _building(target, options) as building:
         counts = _build(
-            lambda builder: _read_folder(builder, paths, options.report),
+            lambda builder: _read_folder(builder, source, paths, options.report),
             building, target, provenance.of_path(source), options,
         )  # fmt: skip
         before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
 
 
-def _read_folder(builder, paths, report):
+def _read_folder(builder, source, paths, report):
     counts = Loader(builder, paths, report).run()
-    adhoc_answers.from_files(builder)
+    adhoc = adhoc_file(source)
+    if adhoc is not None:
+        adhoc_facts.read_file(builder, adhoc, report)
+    adhoc_facts.derive(builder)
     return counts
 
 
