@@ -1,0 +1,187 @@
+"""The browsable HTML page of an API answer, for browsers, as the upstream's Django REST
+framework draws one (its ``BrowsableAPIRenderer``): the brand, the breadcrumbs of the
+path, the view's name and description, the format menu (``GET`` and the ``json``,
+``api`` and ``jsonp`` forms), the query parameters as a plain GET form, a listing's
+paginator, then the request and the answer: its status, its ``Allow``, ``Content-Type``
+and ``Vary`` headers and its JSON indented, each address in it a link. The links
+come in DRF's order (brand, breadcrumbs, format menu, paginator), so that a program
+reading the upstream's page by position reads this one alike.
+
+It is made from the JSON answer the view gave, when ``negotiation.negotiate`` chose it
+(``request.html``); like every answer it is kept and compressed, under an ETag of its
+own (``negotiation.representation_key``). It is self-contained: its one style sheet is
+inline, and its Content-Security-Policy allows that sheet alone (by its hash), no
+script, no request to any host and forms sent to this host only. Every value is
+escaped: the JSON text as a whole, before its quoted addresses become links.
+"""
+
+import base64
+import hashlib
+import re
+from importlib import resources as package_files
+from urllib.parse import quote
+
+from flask import current_app, request
+from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup
+from werkzeug.exceptions import HTTPException
+from werkzeug.http import HTTP_STATUS_CODES
+
+from . import pagination
+from .negotiation import (
+    ALLOW,
+    API_PREFIX,
+    DOCS_PATH,
+    HTML_CONTENT_TYPE,
+    JSON_TYPE,
+    described,
+    indented,
+    last_arg,
+)
+from .views import openapi
+
+# DRF's page indents by 4; by 2 orjson indents as it writes, where 4 would cost a pass
+# over every line, about what the JSON answer costs whole.
+INDENT = 2
+MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
+# The headers shown, as DRF shows them: those of the JSON answer the page renders.
+SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
+# Parameters the form leaves out: the page's own, and those that change its form.
+NOT_IN_FORM = ("page", "format", "callback", "fields")
+
+SOURCE = package_files.files(__package__).joinpath("browsable.html").read_text()
+TEMPLATE = Environment(
+    autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined
+).from_string(SOURCE)
+_STYLE = re.search(r"<style>(.*?)</style>", SOURCE, re.DOTALL)[1]
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        f"style-src 'sha256-{base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()}'",
+        "img-src data:",  # the empty icon: no request for /favicon.ico
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+# A JSON string that is an address: up to its closing quote, with no space and no escape
+# (a backslash) in it. Once the text is escaped it holds no "<" and no raw "&" either.
+_QUOTED_ADDRESS = re.compile(rb'"(https?://[^"\s\\]*)"')
+CONTENT = "\x00content\x00"  # where the answer's text goes in the rendered template
+
+
+def render(response):
+    """The JSON answer as its HTML page, when negotiated; redirects and 304s stay."""
+    if not request.html or response.mimetype != JSON_TYPE or 300 <= response.status_code < 400:
+        return response
+    response.set_data(_page(response))
+    response.headers["Content-Type"] = HTML_CONTENT_TYPE
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    return response
+
+
+def _page(response):
+    """The page's bytes: the template's, and the answer's between them."""
+    status = response.status_code
+    view = None if request.routing_exception else current_app.view_functions[request.endpoint]
+    describe = described(view)
+    about = describe() if describe else {"name": HTTP_STATUS_CODES.get(status, "Error")}
+    full_path = pagination.request_url(quote(request.root_path + request.path))
+    fields = _fields(about) if describe else []
+    page = TEMPLATE.render(
+        name=about["name"],
+        description=about.get("description", ""),
+        brand=quote(request.root_path + DOCS_PATH),
+        breadcrumbs=_breadcrumbs(),
+        path=quote(request.root_path + request.path),
+        full_path=full_path,
+        formats=[
+            (name, pagination.replace_query_param(full_path, "format", name))
+            for name in MENU_FORMATS
+        ],
+        fields=fields,
+        filtered=any(last_arg(field["name"]) for field in fields),
+        **_paginator(request.page),
+        method=request.method,
+        status=f"{status} {HTTP_STATUS_CODES.get(status, '')}",
+        headers=SHOWN_HEADERS,
+        content=Markup(CONTENT),
+    )
+    # The answer's text, a page of records, goes in as bytes: neither decoded nor joined
+    # again. The template holds nothing of the request after it, so the last mark is it.
+    head, _, tail = page.rpartition(CONTENT)
+    return head.encode() + _linked(indented(response.get_data(), INDENT)) + tail.encode()
+
+
+def _paginator(listing):
+    """The paginator of a listing's page (none for a listing of one page, as DRF's):
+    its page links, and the previous and the next page."""
+    if listing is None or listing.last == 1:
+        return {"page_links": None, "previous": None, "next": None}
+    url = pagination.request_url()
+    number = listing.number
+    return {
+        "page_links": pagination.page_links(listing),
+        "previous": pagination.page_url(url, number - 1) if number > 1 else None,
+        "next": pagination.page_url(url, number + 1) if number < listing.last else None,
+    }
+
+
+def _linked(body):
+    """The JSON text escaped for the text of an element (``&``, ``<`` and ``>``), each
+    quoted address in it a link to itself, as DRF's ``urlize_quoted_links`` makes them:
+    to its own page, for a browser. In C but for a join per address: the text is a
+    page of records."""
+    body = body.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+    parts = _QUOTED_ADDRESS.split(body)  # text, address, text, ...: no call per address
+    parts[1::2] = [
+        b'"<a href="' + url + b'" rel="nofollow">' + url + b'</a>"' for url in parts[1::2]
+    ]
+    return b"".join(parts)
+
+
+def _breadcrumbs():
+    """(name, path) of the request's path and of each path above it that an API view
+    answers, from the API root down, as DRF finds them (its ``get_breadcrumbs``)."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    crumbs = []
+    path = request.path
+    while path.startswith(API_PREFIX + "/"):
+        try:
+            endpoint, _ = adapter.match(path, method="GET")
+        except HTTPException:
+            endpoint = None
+        describe = described(current_app.view_functions.get(endpoint))
+        if describe is not None:
+            crumbs.append((describe()["name"], quote(request.root_path + path)))
+        path = path[: path.rstrip("/").rfind("/") + 1]
+    return crumbs[::-1]
+
+
+def _fields(about):
+    """The form: each query parameter that the OpenAPI document gives this GET but the
+    page's and the format's, with the request's value; a choice of values where the
+    parameter has few (``about``, the OPTIONS body, names the ordering keys)."""
+    fields = []
+    for parameter in openapi.query_parameters(request.endpoint.partition(".")[2]):
+        name, schema = parameter["name"], parameter["schema"]
+        if name in NOT_IN_FORM:
+            continue
+        value = last_arg(name) or ""
+        choices = None
+        if name == "ordering":
+            # Never empty: an empty ordering is a 400, an empty filter no filter.
+            value = value or schema["default"]
+            choices = [
+                (sign + key, f"{key} - {'descending' if sign else 'ascending'}")
+                for key in about["ordering"]
+                for sign in ("", "-")
+            ]
+            if value not in (choice for choice, _ in choices):
+                choices.insert(0, (value, value))
+        elif "enum" in schema:
+            choices = [(choice, choice or "(any)") for choice in sorted(schema["enum"], key=bool)]
+        fields.append(
+            {"name": name, "value": value, "help": parameter["description"], "choices": choices}
+        )
+    return fields
