@@ -38,7 +38,9 @@ def _pick_production(server):
 
 def test_a_person_browses_the_api_in_chromium(tmp_path):
     load_catalogue(ROOT / "sample", tmp_path / "db.sqlite3")
-    with Server(tmp_path / "db.sqlite3") as server, Browser(tmp_path / "profile") as browser:
+    # The upstream's site, as a mirror links to it by default (and the docs' picture shows).
+    served = Server(tmp_path / "db.sqlite3", DEMOSERV_SITE_URL="https://demozoo.org")
+    with served as server, Browser(tmp_path / "profile") as browser:
         api = f"{server.url}/api/v1"
         production = _pick_production(server)
         browser.send(
