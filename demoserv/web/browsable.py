@@ -18,7 +18,9 @@ escaped: the JSON text as a whole, before its quoted addresses become links.
 import base64
 import hashlib
 import re
+from collections import namedtuple
 from importlib import resources as package_files
+from itertools import chain, repeat
 from urllib.parse import quote
 
 from flask import current_app, request
@@ -48,6 +50,8 @@ MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
 # Parameters the form leaves out: the page's own, and those that change its form.
 NOT_IN_FORM = ("page", "format", "callback", "fields")
+# A field of the form: choices, (value, label) pairs, or None for a text input.
+Field = namedtuple("Field", "name value help choices")
 
 SOURCE = package_files.files(__package__).joinpath("browsable.html").read_text()
 TEMPLATE = Environment(
@@ -64,9 +68,11 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
-# A JSON string that is an address: up to its closing quote, with no space and no escape
-# (a backslash) in it. Once the text is escaped it holds no "<" and no raw "&" either.
-_QUOTED_ADDRESS = re.compile(rb'"(https?://[^"\s\\]*)"')
+# A JSON string that is an address, up to the next quote: the text is escaped already
+# (no "<", no raw "&"), so an escaped quote inside (``\"``) only ends the link early.
+_QUOTED_ADDRESS = re.compile(rb'"(https?://[^"]*)"')
+# Around the address, twice; no rel="nofollow": the page's robots meta says it for all.
+_LINK = (b'"<a href="', b'">', b'</a>"')
 CONTENT = "\x00content\x00"  # where the answer's text goes in the rendered template
 
 
@@ -100,17 +106,17 @@ def _page(response):
             for name in MENU_FORMATS
         ],
         fields=fields,
-        filtered=any(last_arg(field["name"]) for field in fields),
+        filtered=any(last_arg(field.name) for field in fields),
         **_paginator(request.page),
         method=request.method,
         status=f"{status} {HTTP_STATUS_CODES.get(status, '')}",
         headers=SHOWN_HEADERS,
         content=Markup(CONTENT),
     )
-    # The answer's text, a page of records, goes in as bytes: neither decoded nor joined
-    # again. The template holds nothing of the request after it, so the last mark is it.
+    # The answer's text, a page of records, goes in as bytes, joined once with the rest:
+    # nothing of the request follows it in the template, so the last mark is its place.
     head, _, tail = page.rpartition(CONTENT)
-    return head.encode() + _linked(indented(response.get_data(), INDENT)) + tail.encode()
+    return b"".join(_linked(head.encode(), indented(response.get_data(), INDENT), tail.encode()))
 
 
 def _paginator(listing):
@@ -127,17 +133,18 @@ def _paginator(listing):
     }
 
 
-def _linked(body):
-    """The JSON text escaped for the text of an element (``&``, ``<`` and ``>``), each
-    quoted address in it a link to itself, as DRF's ``urlize_quoted_links`` makes them:
-    to its own page, for a browser. In C but for a join per address: the text is a
-    page of records."""
+def _linked(head, body, tail):
+    """The pieces of ``head``, the JSON text ``body`` escaped for the text of an element
+    (``&``, ``<`` and ``>``) with each quoted address in it a link to itself (as DRF's
+    ``urlize_quoted_links`` makes them: to its own page, for a browser), and ``tail``.
+    In C but for the split: the text is a page of records."""
     body = body.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
-    parts = _QUOTED_ADDRESS.split(body)  # text, address, text, ...: no call per address
-    parts[1::2] = [
-        b'"<a href="' + url + b'" rel="nofollow">' + url + b'</a>"' for url in parts[1::2]
-    ]
-    return b"".join(parts)
+    parts = _QUOTED_ADDRESS.split(body)  # text, address, text, ..., text
+    urls = parts[1::2]
+    start, middle, end = (repeat(piece) for piece in _LINK)
+    # Interleaved by iterators: no step of Python's per address.
+    linked = chain.from_iterable(zip(parts[0::2], start, urls, middle, urls, end))
+    return chain((head,), linked, (parts[-1], tail))
 
 
 def _breadcrumbs():
@@ -181,7 +188,5 @@ def _fields(about):
                 choices.insert(0, (value, value))
         elif "enum" in schema:
             choices = [(choice, choice or "(any)") for choice in sorted(schema["enum"], key=bool)]
-        fields.append(
-            {"name": name, "value": value, "help": parameter["description"], "choices": choices}
-        )
+        fields.append(Field(name, value, parameter["description"], choices))
     return fields
