@@ -53,10 +53,14 @@ NOT_IN_FORM = ("page", "format", "callback", "fields")
 # A field of the form: choices, (value, label) pairs, or None for a text input.
 Field = namedtuple("Field", "name value help choices")
 
-SOURCE = package_files.files(__package__).joinpath("browsable.html").read_text()
-TEMPLATE = Environment(
+_TEMPLATES = Environment(
     autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined
-).from_string(SOURCE)
+)
+SOURCE = package_files.files(__package__).joinpath("browsable.html").read_text()
+TEMPLATE = _TEMPLATES.from_string(SOURCE)
+FORM = _TEMPLATES.from_string(
+    package_files.files(__package__).joinpath("browsable_form.html").read_text()
+)
 _STYLE = re.search(r"<style>(.*?)</style>", SOURCE, re.DOTALL)[1]
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -93,7 +97,6 @@ def _page(response):
     describe = described(view)
     about = describe() if describe else {"name": HTTP_STATUS_CODES.get(status, "Error")}
     full_path = pagination.request_url(quote(request.root_path + request.path))
-    fields = _fields(about) if describe else []
     page = TEMPLATE.render(
         name=about["name"],
         description=about.get("description", ""),
@@ -105,8 +108,7 @@ def _page(response):
             (name, pagination.replace_query_param(full_path, "format", name))
             for name in MENU_FORMATS
         ],
-        fields=fields,
-        filtered=any(last_arg(field.name) for field in fields),
+        form=_form(about) if describe else "",
         **_paginator(request.page),
         method=request.method,
         status=f"{status} {HTTP_STATUS_CODES.get(status, '')}",
@@ -127,7 +129,7 @@ def _paginator(listing):
     url = pagination.request_url()
     number = listing.number
     return {
-        "page_links": pagination.page_links(listing),
+        "page_links": pagination.page_links(listing, url),
         "previous": pagination.page_url(url, number - 1) if number > 1 else None,
         "next": pagination.page_url(url, number + 1) if number < listing.last else None,
     }
@@ -165,16 +167,42 @@ def _breadcrumbs():
     return crumbs[::-1]
 
 
-def _fields(about):
-    """The form: each query parameter that the OpenAPI document gives this GET but the
-    page's and the format's, with the request's value; a choice of values where the
-    parameter has few (``about``, the OPTIONS body, names the ordering keys)."""
+def _form(about):
+    """The form of the query parameters that the OpenAPI document gives this GET but the
+    page's and the format's (empty without any), each with the request's value. A
+    request that gives none of them (a page of a listing) gets the form every such
+    request gets: made once an app, and kept beside the document it is made of."""
+    name = request.endpoint.partition(".")[2]
+    path = quote(request.root_path + request.path)
+    names, untouched = openapi.kept_with_document(
+        ("browsable form", name, path), lambda: _untouched_form(name, about, path)
+    )
+    args = request.args
+    given = {each: last_arg(each) for each in names if each in args}
+    if not any(given.values()):
+        return untouched
+    return _made_form(_form_parameters(name), about, path, given)
+
+
+def _form_parameters(name):
+    return [each for each in openapi.query_parameters(name) if each["name"] not in NOT_IN_FORM]
+
+
+def _untouched_form(name, about, path):
+    """(the form's parameters' names, the form with none of them given)."""
+    parameters = _form_parameters(name)
+    form = _made_form(parameters, about, path, {}) if parameters else Markup()
+    return tuple(each["name"] for each in parameters), form
+
+
+def _made_form(parameters, about, path, given):
+    """The form of ``parameters`` with the values ``given`` ({name: value}), a choice of
+    values where a parameter has few (``about``, the OPTIONS body, names the ordering
+    keys)."""
     fields = []
-    for parameter in openapi.query_parameters(request.endpoint.partition(".")[2]):
+    for parameter in parameters:
         name, schema = parameter["name"], parameter["schema"]
-        if name in NOT_IN_FORM:
-            continue
-        value = last_arg(name) or ""
+        value = given.get(name) or ""
         choices = None
         if name == "ordering":
             # Never empty: an empty ordering is a 400, an empty filter no filter.
@@ -189,4 +217,4 @@ def _fields(about):
         elif "enum" in schema:
             choices = [(choice, choice or "(any)") for choice in sorted(schema["enum"], key=bool)]
         fields.append(Field(name, value, parameter["description"], choices))
-    return fields
+    return Markup(FORM.render(fields=fields, path=path, filtered=any(given.values())))

@@ -133,10 +133,9 @@ def page_numbers(current, final):
     return numbers
 
 
-def page_links(page):
-    """The paginator of ``page``: (number, its address, whether it is this page) for each
-    of ``page_numbers``, None for a break."""
-    url = request_url()
+def page_links(page, url):
+    """The paginator of ``page`` of the listing at ``url``: (number, its address, whether
+    it is this page) for each of ``page_numbers``, None for a break."""
     return [
         None if number is None else (number, page_url(url, number), number == page.number)
         for number in page_numbers(page.number, page.last)

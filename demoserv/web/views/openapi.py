@@ -305,6 +305,17 @@ def document():
     return {**_kept_document(), "servers": [{"url": request.site_root}]}
 
 
+def kept_with_document(key, make):
+    """What ``make()`` makes of this app's document (the browsable page's forms: their
+    fields' names and their text), kept beside it under ``key``."""
+    cache = kept("openapi_document")
+    made = cache.find(key)
+    if made is None:
+        made = make()
+        cache.keep(key, made, sum(map(len, made[1:])) + 1024)
+    return made
+
+
 def query_parameters(name):
     """The query parameters this app's document gives the GET of the endpoint ``name``
     (the browsable page's form is made of them)."""
