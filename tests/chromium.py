@@ -130,6 +130,17 @@ class Browser:
         """Follow the link (or press the button) ``selector`` finds, as a person does."""
         self._loaded(lambda: self.run(f"document.querySelector({json.dumps(selector)}).click()"))
 
+    def viewport(self, width, height, scale=1, mobile=False):
+        """Show the page on a screen of ``width`` by ``height`` CSS pixels."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            page=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=scale,
+            mobile=mobile,
+        )
+
     @property
     def location(self):
         return self.run("location.href")

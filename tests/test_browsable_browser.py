@@ -43,14 +43,7 @@ def test_a_person_browses_the_api_in_chromium(tmp_path):
     with served as server, Browser(tmp_path / "profile") as browser:
         api = f"{server.url}/api/v1"
         production = _pick_production(server)
-        browser.send(
-            "Emulation.setDeviceMetricsOverride",
-            page=True,
-            width=1000,
-            height=760,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        browser.viewport(1000, 760)
         browser.open(f"{api}/")
         assert browser.run("document.title") == "Api Root – demoserv"
         browser.click(f'{LINKS_IN_ANSWER}[href="{api}/productions/"]')
@@ -88,14 +81,7 @@ def test_a_person_browses_the_api_in_chromium(tmp_path):
         assert titles and all("reality" in title for title in titles)
         assert shown["count"] < _json(f"{api}/productions/")["count"]
         # Readable on a phone: nothing wider than its screen.
-        browser.send(
-            "Emulation.setDeviceMetricsOverride",
-            page=True,
-            width=390,
-            height=844,
-            deviceScaleFactor=2,
-            mobile=True,
-        )
+        browser.viewport(390, 844, scale=2, mobile=True)
         browser.open(f"{api}/productions/{production}/")
         assert browser.run(
             "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
