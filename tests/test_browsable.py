@@ -4,9 +4,11 @@ errors and its escaping (CONTRACT.md, "Request shapes the upstream also serves")
 
 import gzip
 import re
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import urlencode
 
+import orjson
 import pytest
 
 from demoserv.loader.sources import load_catalogue
@@ -182,6 +184,30 @@ def test_links_come_in_the_upstreams_order_and_a_script_reads_the_last_page(
     middle = Page(html(client, "/api/v1/productions/?page=5").get_data(as_text=True)).links
     shown = [text for _, text in middle[7:16]]
     assert shown == ["«", "1", "…", "4", "5", "6", "…", str(final), "»"]
+
+
+def test_the_answer_is_shown_indented_with_its_addresses_as_links(make_app, loaded_database):
+    """The page shows the JSON answer's text indented as orjson indents it (a listing's
+    records a few at a time, over more than one piece here), each address a link."""
+    client = make_app(loaded_database, page_sizes={"productions": 100}).test_client()
+    productions = client.get("/api/v1/productions/").json["results"]
+    assert len(productions) > 25
+    credited = next(each for each in productions if each["author_nicks"])
+    releaser = credited["author_nicks"][0]["releaser"]["id"]
+    for path in (
+        "/api/v1/productions/",
+        "/api/v1/productions/?fields=id,credits",
+        f"/api/v1/releasers/{releaser}/",
+        f"/api/v1/releasers/{releaser}/productions/",
+        "/api/v1/",
+    ):
+        text = html(client, path).get_data(as_text=True)
+        shown = text[text.index("\n\n</span>") + len("\n\n</span>") : text.rindex("</pre>")]
+        links = re.findall(r'<a href="([^"]*)">([^<]*)</a>', shown)
+        assert all(href == address for href, address in links)
+        assert links or "fields=" in path
+        plain = unescape(re.sub(r"<a href=[^>]*>|</a>", "", shown))
+        assert plain == orjson.dumps(client.get(path).json, option=orjson.OPT_INDENT_2).decode()
 
 
 def test_page_numbers_as_the_upstreams_paginator():
