@@ -314,8 +314,9 @@ def escape_line_separators(body):
 
 def represent(response):
     """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented; and
-    line separators escaped in every one."""
-    if not is_api_request() or response.mimetype != JSON_TYPE:
+    line separators escaped in every one (the HTML page, which no script reads, shows
+    its JSON as it is)."""
+    if not is_api_request() or request.html or response.mimetype != JSON_TYPE:
         return response
     original = body = response.get_data()
     if request.callback is not None:
