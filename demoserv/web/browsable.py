@@ -42,8 +42,6 @@ from .negotiation import (
 )
 from .views import openapi
 
-# DRF's page indents by 4; by 2 orjson indents as it writes, where 4 would cost a pass
-# over every line, about what the JSON answer costs whole.
 ENVELOPE = ["count", "next", "previous", "results"]  # a listing's page
 CHUNK = 25  # records indented at once: a piece of a page of 100 productions is 35 KB
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
@@ -138,9 +136,10 @@ def _paginator(listing):
 
 
 def _indented(body):
-    """The JSON text ``body`` indented by 2, as orjson indents it, in pieces: a listing's
-    or an array's records a few at a time. Each piece stays below the size from which
-    the server's allocator maps and faults in every buffer anew
+    """The JSON text ``body`` indented by 2, as orjson indents it (DRF's page indents by
+    4, which would cost a pass over every line, about what the JSON answer costs whole),
+    in pieces: a listing's or an array's records a few at a time. Each piece stays below
+    the size from which the server's allocator maps and faults in every buffer anew
     (``factory.MMAP_THRESHOLD``); only the page, joined once, is that large."""
     answer = orjson.loads(body)
     if isinstance(answer, list) and answer:
@@ -169,13 +168,12 @@ def _records(records, newline):
 def _linked(piece):
     """The pieces of a piece of the JSON text escaped for the text of an element (``&``,
     ``<`` and ``>``), each quoted address in it a link to itself (as DRF's
-    ``urlize_quoted_links`` makes them: to its own page, for a browser). In C but for
-    the split: the text is a page of records."""
+    ``urlize_quoted_links`` makes them: to its own page, for a browser), with no step of
+    Python's per address: the text is a page of records."""
     piece = piece.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
     parts = _QUOTED_ADDRESS.split(piece)  # text, address, text, ..., text
     urls = parts[1::2]
     start, middle, end = (repeat(each) for each in _LINK)
-    # Interleaved by iterators: no step of Python's per address.
     linked = chain.from_iterable(zip(parts[0::2], start, urls, middle, urls, end))
     return chain(linked, (parts[-1],))
 
