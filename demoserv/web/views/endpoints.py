@@ -12,7 +12,7 @@ from flask import Blueprint, current_app, request
 
 from ...api.parameters import RENDERING
 from ...byte_cache import ByteCache
-from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG
+from ..negotiation import API_PREFIX, PATH_FORMAT, PATH_FORMAT_ARG, RENDERS, browsable
 
 EXTENSION = "demoserv.web.views.endpoints"
 
@@ -99,7 +99,7 @@ def options_body(name, description, parameters=RENDERING):
     return {
         "name": name,
         "description": description,
-        "renders": [JSON_TYPE],
+        "renders": list(RENDERS),
         "parses": [],
         "parameters": parameters,
     }
@@ -114,7 +114,7 @@ def _routed(view, describe):
         return view(**kwargs)
 
     answer.provide_automatic_options = False
-    return answer
+    return browsable(answer, describe)  # a browser gets its answers as HTML pages
 
 
 def with_suffix(path):

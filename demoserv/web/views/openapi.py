@@ -14,7 +14,14 @@ from ...api import ordering, parameters
 from ...store.values import MAX_ID
 from ...version import __version__
 from ..conditional import answers_as
-from ..negotiation import API_PREFIX, DOCS_PATH, JAVASCRIPT_TYPE, JSON_TYPE, PATH_FORMATS
+from ..negotiation import (
+    API_PREFIX,
+    DOCS_PATH,
+    HTML_TYPE,
+    JAVASCRIPT_TYPE,
+    JSON_TYPE,
+    PATH_FORMATS,
+)
 from . import adhoc
 from .endpoints import Endpoint, kept, routed
 
@@ -22,7 +29,7 @@ ERROR = {"$ref": "#/components/schemas/Error"}
 ERRORS = {
     "400": "A parameter has a value it cannot take; detail names it.",
     "404": "No such record, or a page that is not a page of the listing.",
-    "406": "The Accept header admits no JSON.",
+    "406": "The Accept header admits no JSON (nor prefers HTML).",
     "410": "A catalogue version the history of changes does not hold: fetch the lists again.",
     "414": "The path or query string is too long to read.",
     "503": "No catalogue can be read.",
@@ -33,13 +40,28 @@ class ErrorSchema(Schema):
     detail = fields.String(required=True, metadata={"description": "What was wrong."})
 
 
-def _json(schema, description):
-    return {"description": description, "content": {JSON_TYPE: {"schema": schema}}}
+# Refused before the answer's form is negotiated: always JSON.
+JSON_ONLY = ("406", "414")
+HTML_PAGE = {
+    "schema": {
+        "type": "string",
+        "description": "The browsable page of the JSON answer, for an Accept that prefers "
+        "text/html (a browser's) and no format.",
+    }
+}
+
+
+def _json(schema, description, html=True):
+    """An answer as JSON, and (``html``) as the browsable page of that JSON."""
+    content = {JSON_TYPE: {"schema": schema}}
+    if html:
+        content[HTML_TYPE] = HTML_PAGE
+    return {"description": description, "content": content}
 
 
 def json_or_jsonp(schema, description):
     """A 200 answer: JSON, or (format=jsonp, Accept: application/javascript) the same
-    JSON wrapped in a callback."""
+    JSON wrapped in a callback, or its browsable page."""
     answer = _json(schema, description)
     answer["content"][JAVASCRIPT_TYPE] = {
         "schema": {"type": "string", "description": "callback(<the JSON body>);"}
@@ -49,7 +71,10 @@ def json_or_jsonp(schema, description):
 
 def errors(*statuses):
     # Any request may be too long to read (guard.py): 414, whatever the operation.
-    return {status: _json(ERROR, ERRORS[status]) for status in (*statuses, "414")}
+    return {
+        status: _json(ERROR, ERRORS[status], html=status not in JSON_ONLY)
+        for status in (*statuses, "414")
+    }
 
 
 def ref(name):
@@ -173,7 +198,11 @@ def list_parameters(resource):
         parameter(
             "ordering",
             described["ordering"],
-            {"type": "string", "pattern": _ordering_pattern(keys)},
+            {
+                "type": "string",
+                "pattern": _ordering_pattern(keys),
+                "default": resource.default_key,
+            },
             example=f"-{keys[1]}",
         ),
     ]
@@ -259,16 +288,40 @@ def renamed(value, old, new):
     return value
 
 
-def document():
+def _kept_document():
     """This document, built once an app (kept: of no served file, the same for every
-    catalogue), with the field name the app serves and the request's server."""
+    catalogue), with the field name the app serves."""
     cache = kept("openapi_document")
     spec = cache.find("document")
     if spec is None:
         spec = build(routed().endpoints)
         spec = renamed(spec, "service_url", current_app.config["SERVICE_URL_FIELD"])
         cache.keep("document", spec, len(current_app.json.dumps(spec)))
-    return {**spec, "servers": [{"url": request.site_root}]}
+    return spec
+
+
+def document():
+    """This document, with the request's server."""
+    return {**_kept_document(), "servers": [{"url": request.site_root}]}
+
+
+def kept_with_document(key, make):
+    """What ``make()`` makes of this app's document (the browsable page's forms: their
+    fields' names and their text), kept beside it under ``key``."""
+    cache = kept("openapi_document")
+    made = cache.find(key)
+    if made is None:
+        made = make()
+        cache.keep(key, made, sum(map(len, made[1:])) + 1024)
+    return made
+
+
+def query_parameters(name):
+    """The query parameters this app's document gives the GET of the endpoint ``name``
+    (the browsable page's form is made of them)."""
+    endpoint = next(each for each in routed().endpoints if each.name == name)
+    operation = _kept_document()["paths"][endpoint.document_path]["get"]
+    return [item for item in operation.get("parameters", ()) if item["in"] == "query"]
 
 
 @answers_as(DOCS_TYPE)
