@@ -54,9 +54,9 @@ def expected_schema(method, path, status):
         assert status >= 300, f"{method} {path} answered {status} but is not documented"
         return ERROR
     responses = operation["responses"]
-    if str(status) not in responses:
-        assert status >= 400, f"{method} {template}: status {status} is not documented"
-        return ERROR
+    if status == 500:
+        return ERROR  # a bug (tests cause one on purpose): undocumented, in the error shape
+    assert str(status) in responses, f"{method} {template}: status {status} is not documented"
     content = responses[str(status)].get("content", {})
     if "application/json" not in content:
         return None
@@ -77,6 +77,8 @@ def expected_schema(method, path, status):
 def check(method, path, response, field_name="service_url", endpoints=ENDPOINTS):
     if method == "HEAD" or response.status_code == 304:
         assert response.data == b""
+        if method != "HEAD":
+            expected_schema(method, path, 304)  # declared
         return
     schema = expected_schema(method, path, response.status_code)
     if schema is None:
