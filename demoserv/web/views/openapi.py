@@ -360,7 +360,7 @@ ENDPOINTS = [
             },
             "options": methods_only("this document"),
         },
-        # The document (about 180 KB of JSON); not a setting: nothing to tune.
+        # The document (about 300 KB of JSON, one for each set of features); not a setting.
         kept_bytes=4 * 1024 * 1024,
     ),
     Endpoint(
