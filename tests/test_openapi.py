@@ -247,9 +247,17 @@ def test_each_filter_schema_admits_exactly_the_values_the_filter_takes(item):
         ("page=00", False),
         ("page=" + "0" * 18 + "1", False),
         ("page=%2B1", False),
+        ("ordering=-name,%20id", True),
+        ("ordering=id,id", True),
+        ("ordering=%C2%A0id", True),  # a space to str.strip, not to ECMA-262's \s
+        ("ordering=%EF%BB%BFid", False),  # the other way round
+        ("ordering=", False),
+        ("ordering=name,,id", False),
+        ("ordering=--id", False),
+        ("ordering=title", False),
     ],
 )
-def test_rendering_and_page_schemas_admit_what_the_server_takes(client, query, valid):
+def test_rendering_page_and_ordering_schemas_admit_what_the_server_takes(client, query, valid):
     operation = SPEC["paths"]["/api/v1/platforms/"]["get"]
     schemas = {p["name"]: p["schema"] for p in operation["parameters"]}
     name, _, value = query.partition("=")
