@@ -13,9 +13,9 @@
   406.
 - JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as
   ``application/javascript``, the name from ``callback=`` (default ``callback``): a
-  dotted JavaScript identifier of at most 100 characters, anything else a 400, so that
-  no request makes the service emit script of its choosing. Only 200 answers are
-  wrapped; errors stay JSON.
+  dotted JavaScript identifier of at most 100 characters, anything else a 400 (whatever
+  the format, as the OpenAPI document's pattern says), so that no request makes the
+  service emit script of its choosing. Only 200 answers are wrapped; errors stay JSON.
 - Every response under the prefix, errors and redirects included, carries ``Allow``,
   ``Content-Type: application/json`` (JSONP answers: ``application/javascript``; HTML
   pages: ``text/html``),
@@ -197,8 +197,11 @@ def negotiate():
     request.response_format = requested
     request.path_format = path_format
     fmt = path_format or requested
+    # Checked whether or not the answer is JSONP: one pattern in the document says
+    # what the server takes.
+    callback = _callback()
     if fmt == "jsonp":
-        request.callback = _callback()
+        request.callback = callback
         return
     if not fmt and _may_be_html() and _prefers_html():
         request.html = True
@@ -207,7 +210,7 @@ def negotiate():
     if accepted:
         request.indent = _indent(parameters)
     elif not fmt and _names_javascript():
-        request.callback = _callback()
+        request.callback = callback
     elif not fmt and not isinstance(request.routing_exception, RequestRedirect):
         raise APIError(406)  # a redirect is not an answer to negotiate
 

@@ -4,15 +4,19 @@ builds ``next``/``previous``.
 As in Django REST Framework: pages start at 1; an empty ``page`` is page 1 and
 ``page=last`` the last page; a repeated ``page`` takes its last value; anything else
 that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1 of an
-empty listing is a valid empty page. Links keep every other query parameter, sorted by
-name (each kept as the client wrote it), and the link to page 1 carries no ``page``
-parameter. The browsable HTML page's paginator shows the page numbers Django REST
-framework's shows (``page_links``), linked the same way.
+empty listing is a valid empty page. Links keep every other query parameter and the
+link to page 1 carries no ``page`` parameter; the query is rebuilt as the upstream's
+Django REST framework rebuilds it (``rest_framework.utils.urls``): read as
+``urllib.parse.parse_qs`` reads it (blank values kept, UTF-8, ``+`` a space), sorted by
+name (a repeated name's values in their order) and written by ``urlencode`` with
+``quote_plus`` (``id,title`` as ``id%2Ctitle``, a space as ``+``). The browsable HTML
+page's paginator shows the page numbers Django REST framework's shows (``page_links``),
+linked the same way.
 """
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import orjson
 from flask import request
@@ -87,29 +91,31 @@ def page_url(url, number):
 
 
 def replace_query_param(url, key, value):
-    """``url`` with ``key`` set to ``value`` alone, query parameters sorted by name."""
+    """``url`` with ``key`` set to ``value`` alone, its query rebuilt (``_rebuilt``)."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    pieces = [piece for piece in _pieces(query) if piece[0] != key]
-    pieces.append((key, f"{quote(key)}={quote(str(value))}"))
-    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+    values = _parsed(query)
+    values[key] = [str(value)]
+    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
 
 
 def remove_query_param(url, key):
-    """``url`` without ``key``, the other query parameters sorted by name."""
+    """``url`` without ``key``, its query rebuilt (``_rebuilt``)."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    pieces = [piece for piece in _pieces(query) if piece[0] != key]
-    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+    values = _parsed(query)
+    values.pop(key, None)
+    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
 
 
-def _pieces(query):
-    """(decoded name, piece as sent) for each parameter: links keep every other
-    parameter exactly as the client wrote it, undecodable bytes included."""
-    return [(unquote_plus(piece.partition("=")[0]), piece) for piece in query.split("&") if piece]
+def _parsed(query):
+    """{name: [value, ...]} as Django REST framework reads a link's query: names and
+    values decoded (``+`` a space; bytes that are not UTF-8 as U+FFFD), blank ones kept."""
+    return parse_qs(query, keep_blank_values=True)
 
 
-def _join(pieces):
-    # A stable sort keeps the order of a repeated parameter's values.
-    return "&".join(piece for _, piece in sorted(pieces, key=lambda item: item[0]))
+def _rebuilt(values):
+    """The query of ``values`` as the upstream writes it: names sorted, every name and
+    value through ``quote_plus`` (``,`` as ``%2C``, a space as ``+``, ``é`` as ``%C3%A9``)."""
+    return urlencode(sorted(values.items()), doseq=True)
 
 
 def page_numbers(current, final):
