@@ -36,13 +36,14 @@ def _documented_form(rule):
 
 
 def test_every_route_has_an_operation_and_every_operation_a_route(app):
-    """The site root and, under the API's and the upstream's extra prefixes, each route
-    (but the forms with a format suffix, which the document describes as a parameter of
-    the path without it) is a path of the document with the same methods, and each path
-    of the document is a route."""
+    """The site root and, under the API's and the upstream's extra prefixes and the
+    snapshot's files, each route (but the forms with a format suffix, which the document
+    describes as a parameter of the path without it) is a path of the document with the
+    same methods, and each path of the document is a route."""
     routes = {}
     for rule in app.url_map.iter_rules():
-        documented = rule.rule == "/" or rule.rule.startswith(("/api/v1", "/api/adhoc/"))
+        prefixes = ("/api/v1", "/api/adhoc/", "/snapshot/")
+        documented = rule.rule == "/" or rule.rule.startswith(prefixes)
         if documented and "format_suffix" not in rule.rule:
             methods = {method.lower() for method in rule.methods} - {"head"}
             routes[_documented_form(rule.rule)] = methods

@@ -32,6 +32,8 @@ from flask import Request, Response, current_app, request
 from flask.json.provider import JSONProvider
 from werkzeug.routing import RequestRedirect
 
+from ..store.snapshot import FILES_PATH as SNAPSHOT_FILES_PATH
+from ..store.templates import escape_line_separators
 from .error_handlers import APIError
 
 API_PREFIX = "/api/v1"
@@ -57,8 +59,6 @@ DEFAULT_CALLBACK = "callback"
 CALLBACK = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 MAX_CALLBACK = 100
 MAX_INDENT = 8
-_LINE_SEPARATOR = "\u2028".encode()
-_PARAGRAPH_SEPARATOR = "\u2029".encode()
 _LEADING_SPACES = re.compile(rb"^((?:  )+)", re.MULTILINE)
 
 
@@ -305,16 +305,6 @@ def indented(body, indent):
     return body
 
 
-def escape_line_separators(body):
-    """``body`` with U+2028 and U+2029 written ``\\u2028`` and ``\\u2029``, as the
-    upstream's framework writes them: JavaScript engines before ES2019 end a line at
-    either, so a JSONP script holding them raw does not run. In JSON they can stand only
-    inside strings, where the escape means the same character."""
-    if _LINE_SEPARATOR not in body and _PARAGRAPH_SEPARATOR not in body:
-        return body  # the usual case: one scan each, no copy
-    return body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
-
-
 def represent(response):
     """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented; and
     line separators escaped in every one (the HTML page, which no script reads, shows
@@ -350,7 +340,7 @@ def label(response):
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
         response.headers["Content-Type"] = JSON_TYPE
-    if under_adhoc_prefix():
+    if under_adhoc_prefix() or request.path.startswith(SNAPSHOT_FILES_PATH + "/"):
         response.headers["Allow"] = ALLOW
         return _allow_any_origin(response)
     if not under_api_prefix():

@@ -48,8 +48,13 @@ class Endpoint:
 
     @property
     def document_path(self):
-        """The path as the OpenAPI document writes it: a variable as ``{id}``."""
-        return re.sub(r"<[^>]*record_id>", "{id}", self.path)
+        """The path as the OpenAPI document writes it: a variable as ``{name}`` (a
+        record's id as ``{id}``)."""
+        return re.sub(
+            r"<(?:[^:>]*:)?(\w+)>",
+            lambda match: "{id}" if match[1] == "record_id" else f"{{{match[1]}}}",
+            self.path,
+        )
 
     @property
     def suffixed(self):

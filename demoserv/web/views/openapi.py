@@ -37,6 +37,7 @@ ERRORS = {
     "406": "The Accept header admits no JSON (nor prefers HTML).",
     "410": "A catalogue version the history of changes does not hold: fetch the lists again.",
     "414": "The path or query string is too long to read.",
+    "416": "A Range that the file does not hold.",
     "431": "The request's headers are too long to read.",
     "503": "No catalogue can be read, or too many new listings are being found at once.",
 }
