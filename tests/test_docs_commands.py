@@ -92,9 +92,10 @@ from .docs_blocks import ROOT
 
 BIN = Path(sys.executable).parent
 # Pages whose commands share a sandbox, in this order: the quick start's server, then
-# the local mirror tried against it; the operations on the placeholders.
+# the local mirror tried against it and a browser's request of it; the operations on
+# the placeholders.
 GROUPS = [
-    ("README.md", "docs/index.md", "docs/mirror.md"),
+    ("README.md", "docs/index.md", "docs/mirror.md", "docs/browsable.md"),
     ("docs/api.md", "docs/running.md"),
 ]
 # The pip commands the docs show, as the stand-in pip sees its arguments.

@@ -93,6 +93,7 @@ def create_app(
     kept.init_app(app)
     negotiation.init_app(app)
     pipeline.init_app(app)
+    app.url_map.converters.update(endpoints.CONVERTERS)
     app.register_blueprint(endpoints.blueprint(table.served(page_sizes)))
     app.register_blueprint(adhoc.bp)
     return app

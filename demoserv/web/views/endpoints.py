@@ -9,12 +9,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flask import Blueprint, current_app, request
+from werkzeug.routing import IntegerConverter
 
 from ...api.parameters import RENDERING
 from ...byte_cache import ByteCache
-from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG
+from ..negotiation import API_PREFIX, PATH_FORMAT, PATH_FORMAT_ARG, RENDERS, browsable
 
 EXTENSION = "demoserv.web.views.endpoints"
+
+
+class AsciiIntegerConverter(IntegerConverter):
+    """Werkzeug's ``int``, of ASCII digits only: its ``\\d`` takes any Unicode digit
+    (``٣``), where the upstream's Django routes and the OpenAPI document's integers do not."""
+
+    regex = "[0-9]+"
+
+
+# The app's converters in place of Werkzeug's, for every route (the upstream's too).
+CONVERTERS = {"int": AsciiIntegerConverter}
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,7 @@ def options_body(name, description, parameters=RENDERING):
     return {
         "name": name,
         "description": description,
-        "renders": [JSON_TYPE],
+        "renders": list(RENDERS),
         "parses": [],
         "parameters": parameters,
     }
@@ -119,7 +131,7 @@ def _routed(view, describe):
         return view(**kwargs)
 
     answer.provide_automatic_options = False
-    return answer
+    return browsable(answer, describe)  # a browser gets its answers as HTML pages
 
 
 def with_suffix(path):

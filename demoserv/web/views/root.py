@@ -81,8 +81,9 @@ def _operations(listed):
         return {
             "get": {
                 "summary": "The address of every listing",
-                "responses": {
-                    "200": openapi.json_or_jsonp(
+                "parameters": openapi.RENDERING_PARAMETERS,
+                "responses": openapi.answers(
+                    openapi.json_or_jsonp(
                         {
                             "type": "object",
                             "additionalProperties": False,
@@ -93,8 +94,9 @@ def _operations(listed):
                         },
                         "Listing addresses by resource name.",
                     ),
-                    **openapi.errors("400", "404", "406"),
-                },
+                    "404",
+                    "406",
+                ),
             },
             "options": openapi.options("the API root"),
         }
@@ -135,8 +137,9 @@ def _site_root_operations(spec):
                         },
                     },
                     "content": {"application/json": {"schema": index_schema}},
-                }
+                },
+                **openapi.errors(),
             },
         },
-        "options": openapi.methods_only("the site root"),
+        "options": openapi.methods_only("the site root", negotiated=False),
     }

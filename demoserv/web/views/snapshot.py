@@ -144,12 +144,15 @@ def _manifest_operations(spec):
             "gzip file of JSON lines, written at load for this address (the url fields "
             "are absolute): a 404 where none was written. See docs/snapshot.md.",
             "parameters": openapi.COMMON_PARAMETERS,
-            "responses": {
-                "200": openapi.json_or_jsonp(
+            "responses": openapi.answers(
+                openapi.json_or_jsonp(
                     openapi.ref("Snapshot"), "The files of the catalogue served."
                 ),
-                **openapi.errors("400", "404", "406", "503"),
-            },
+                "400",
+                "404",
+                "406",
+                "503",
+            ),
         },
         "options": openapi.options("the snapshot"),
     }
@@ -184,7 +187,7 @@ FILE_PARAMETERS = (
 
 def _file_operations(spec):
     gzip = {snapshot.CONTENT_TYPE: {"schema": {"type": "string", "format": "binary"}}}
-    methods = openapi.methods_only("a snapshot's file")
+    methods = openapi.methods_only("a snapshot's file", negotiated=False)
     return {
         "get": {
             "summary": "A snapshot's file, as the manifest names it",
