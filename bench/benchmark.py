@@ -86,19 +86,20 @@ class Client:
         parts = urlsplit(base)
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
 
-    def get(self, path):
+    def get(self, path, headers=None):
+        headers = headers or {}
         try:
-            self.connection.request("GET", path)
+            self.connection.request("GET", path, headers=headers)
             response = self.connection.getresponse()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             self.connection.close()  # closed while idle: GET again on a new connection
-            self.connection.request("GET", path)
+            self.connection.request("GET", path, headers=headers)
             response = self.connection.getresponse()
         return response.status, response.read()
 
-    def timed(self, path, expected=(200,)):
+    def timed(self, path, expected=(200,), headers=None):
         started = time.perf_counter()
-        status, body = self.get(path)
+        status, body = self.get(path, headers)
         elapsed = time.perf_counter() - started
         if status not in expected:
             raise RuntimeError(f"{path}: {status} {body[:200]!r}")

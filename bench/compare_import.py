@@ -10,6 +10,7 @@ medians. For a change to the loader: run it under the bench lock, e.g.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,10 @@ def load_with(tree, dump, work):
         return measured_load(dump, env)
     finally:
         for leftover in Path(work).glob("*catalogue.sqlite3*"):
-            leftover.unlink()
+            if leftover.is_dir():  # the snapshot's folder
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
 
 
 def main():

@@ -8,6 +8,7 @@ import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .loader.fetch import Settings as FetchSettings
 from .loader.history import KEEP_DAYS
@@ -76,6 +77,35 @@ def host_names(value):
     if isinstance(value, list) and all(isinstance(name, str) and name for name in value):
         return value
     raise ValueError('expected a list of host names, such as ["api.example.org"]')
+
+
+def base_urls(value):
+    """Base addresses (``scheme://host[:port][/path]``); from the environment, a JSON
+    list or one address. Scheme and host in lower case, no trailing slash."""
+    if value in (None, ""):
+        return []
+    values = [value] if isinstance(value, str) else value
+    expected = 'expected a list of http(s) addresses, such as ["https://api.example.org"]'
+    if not isinstance(values, list):
+        raise ValueError(expected)
+    urls = []
+    for url in values:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if (
+            parts is None
+            or parts.scheme.lower() not in ("http", "https")
+            or not parts.hostname
+            or parts.query
+            or parts.fragment
+            or parts.username
+        ):
+            raise ValueError(expected)
+        try:
+            parts.port  # noqa: B018 (a port that is not a number raises)
+        except ValueError:
+            raise ValueError(expected) from None
+        urls.append(f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}")
+    return urls
 
 
 def service_url_field(value):
@@ -165,6 +195,15 @@ SETTINGS = (
         service_url_field,
         "Name of the field holding a record's public page: service_url, or the "
         "upstream's own demozoo_url for programs written for the upstream API.",
+    ),
+    Setting(
+        "SNAPSHOT_URLS",
+        ["http://127.0.0.1:8080"],
+        base_urls,
+        "The addresses clients reach the service at, as a JSON list "
+        '(["https://api.example.org"]): a load writes the snapshot (/api/v1/snapshot/) '
+        "for each, since its records' url fields are absolute. Another address asking "
+        "for it gets a 404. Empty: no snapshot is written.",
     ),
     Setting(
         "LOG_FORMAT",

@@ -1,17 +1,24 @@
 """Keep a local copy of a demoserv catalogue in step: every record's detail record, in
-one JSON file. The first run fetches every list and every record; each later run (once a
-day, say) fetches only what the changes feed names since the copy's version, and starts
-over when the mirror no longer holds that version (410).
+one JSON file. The first run downloads the snapshot (``/api/v1/snapshot/``: a gzip file
+of every record's detail record a resource), or, from a mirror that writes none for its
+address, fetches every list and every record; each later run (once a day, say) fetches
+only what the changes feed names since the copy's version, and starts over when the
+mirror no longer holds that version (410).
 
     python follow_changes.py http://localhost:8000/api/v1/ copy.json
 
 Every answer carries the catalogue version it was read from (``X-Catalogue-Version``);
 a run that sees two versions (a load happened meanwhile) starts again, so that the copy
-always equals one version of the catalogue.
+always equals one version of the catalogue. The snapshot's files are of the manifest's
+version by their address; a download that is cut resumes where it stopped (``Range``),
+and each file's size and SHA-256 are checked against the manifest.
 """
 
+import gzip
+import hashlib
 import json
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -68,6 +75,12 @@ class Session:
 
 
 def fetch_everything(api_root):
+    """Every record of every resource, and their version: from the snapshot, else
+    (none written for this address) by every list and every record."""
+    return fetch_snapshot(api_root) or fetch_lists(api_root)
+
+
+def fetch_lists(api_root):
     """Every record of every resource the API root lists, and their version."""
     session = Session()
     records = {}
@@ -75,6 +88,57 @@ def fetch_everything(api_root):
         for record in session.pages(url):
             records[f"{resource}/{record['id']}"] = session.get(record["url"])
     return {"version": session.version, "records": records}
+
+
+def fetch_snapshot(api_root):
+    """Every record of the snapshot, and its version; None if the mirror has none for
+    this address (404)."""
+    try:
+        manifest = Session().get(f"{api_root}snapshot/")
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
+    records = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for resource, file in manifest["resources"].items():
+            path = download(file, Path(folder) / f"{resource}.ndjson.gz")
+            with gzip.open(path) as lines:
+                for line in lines:
+                    record = json.loads(line)
+                    records[f"{resource}/{record['id']}"] = record
+    return {"version": manifest["version"], "records": records}
+
+
+def download(file, path):
+    """The file of a manifest entry (``url``, ``bytes``, ``sha256``) saved at ``path``: a
+    cut download resumes from the bytes it has (``Range``); checked whole."""
+    for attempt in range(1, ATTEMPTS + 1):
+        have = path.stat().st_size if path.exists() else 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        try:
+            if have < file["bytes"]:
+                request = urllib.request.Request(file["url"], headers=headers)
+                with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                    with open(path, "ab" if response.status == 206 else "wb") as out:
+                        while chunk := response.read(1 << 20):
+                            out.write(chunk)
+            with open(path, "rb") as saved:
+                digest = hashlib.file_digest(saved, "sha256").hexdigest()
+            if path.stat().st_size == file["bytes"] and digest == file["sha256"]:
+                return path
+            path.unlink()  # other bytes than the manifest's: the whole file again
+        except urllib.error.HTTPError as error:
+            error.close()
+            if error.code == 404:  # loads since removed that version's files
+                raise Moved(file["url"]) from None
+            if error.code < 500 or attempt == ATTEMPTS:
+                raise
+        except OSError:  # no connection, a reset, a timeout: resumed
+            if attempt == ATTEMPTS:
+                raise
+        time.sleep(PAUSE * attempt)
+    raise OSError(f"{file['url']}: not the bytes its manifest names")
 
 
 def apply_changes(api_root, copy):

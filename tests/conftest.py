@@ -8,6 +8,7 @@ import pytest
 
 from demoserv import create_app
 from demoserv.loader.sources import load_catalogue
+from demoserv.store.snapshot import Address
 from demoserv.web.kept_answers import KeptAnswers
 
 from . import catalogue_factory
@@ -43,11 +44,17 @@ def catalogue_dir(catalogue, tmp_path_factory):
     return catalogue_factory.write(catalogue, tmp_path_factory.mktemp("catalogue"))
 
 
+# The address the test client's requests come to (its Host is localhost), as the suite's
+# apps serve it: the snapshot of the suite's database is written for it.
+TEST_CLIENT_ADDRESS = Address("http://localhost/api/v1/", SITE_URL, "service_url")
+
+
 @pytest.fixture(scope="session")
 def loaded_database(catalogue_dir, tmp_path_factory):
-    """A database file built from the test catalogue; tests must not replace it."""
+    """A database file built from the test catalogue, its snapshot written for the
+    test client; tests must not replace it."""
     path = tmp_path_factory.mktemp("db") / "catalogue.sqlite3"
-    load_catalogue(catalogue_dir, path)
+    load_catalogue(catalogue_dir, path, snapshot_at=[TEST_CLIENT_ADDRESS])
     return path
 
 

@@ -18,7 +18,8 @@ configuration is the shipped site, each adapted as follows (and only so).
   itself). ``systemd-analyze verify`` checks those lines (``pytest -m systemd``).
 - The site (deploy/nginx/demoserv.conf) is written into a folder with its listening
   address, its replicas' ports (the upstream's ``server`` lines in their order), its
-  cache folder and access log moved there, and included in an ``nginx.conf`` of that
+  cache folder and access log moved there, the state folder of its snapshot's files
+  given, and included in an ``nginx.conf`` of that
   folder written like Debian's /etc/nginx/nginx.conf (the same http-level directives,
   so that one the site repeated would fail here too), with pid, error log and
   temporary files in the folder, and workers running as the current user when started
@@ -46,6 +47,8 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin
 SITE_LISTEN = "listen 80 "
 SITE_CACHE = "/var/cache/nginx-demoserv"
 SITE_ACCESS_LOG = "/var/log/nginx/demoserv.access.log"
+SITE_STATE = "/var/lib/demoserv"
+SITE_SNAPSHOT = f"{SITE_STATE}/demoserv.sqlite3.snapshot/"
 SITE_CACHE_ON = "proxy_cache demoserv;"
 SITE_LIMIT = "limit_req zone=per_client burst=100 nodelay;"
 SITE_UPSTREAM = re.compile(r"^(\s*server )127\.0\.0\.1:(\d+)( .*)$", re.MULTILINE)
@@ -132,11 +135,12 @@ def _replace_once(text, old, new):
     return text.replace(old, new)
 
 
-def write_nginx(folder, *, listen, ports, cache=True, limit=True):
+def write_nginx(folder, *, listen, ports, cache=True, limit=True, state=None):
     """Write the site and an nginx.conf that includes it into ``folder`` (see the
     module's text), ``listen`` its address and ``ports`` its replicas' (as many as the
     site names); ``cache=False`` turns the site's cache off, ``limit=False`` its limit
-    per client (for a benchmark's clients, all of one address). Returns nginx's
+    per client (for a benchmark's clients, all of one address); ``state`` the folder
+    in place of /var/lib/demoserv (the snapshot's files are read there). Returns nginx's
     command, to run in the foreground."""
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -149,6 +153,8 @@ def write_nginx(folder, *, listen, ports, cache=True, limit=True):
     text = _replace_once(text, SITE_LISTEN, f"listen {listen} ")
     text = _replace_once(text, SITE_CACHE, str(folder / "cache"))
     text = _replace_once(text, SITE_ACCESS_LOG, str(folder / ACCESS_LOG))
+    if state is not None:
+        text = _replace_once(text, SITE_SNAPSHOT, SITE_SNAPSHOT.replace(SITE_STATE, str(state)))
     if not cache:
         text = _replace_once(text, SITE_CACHE_ON, "proxy_cache off;")
     if not limit:

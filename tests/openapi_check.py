@@ -46,18 +46,22 @@ def _pointer(*parts):
     return "urn:spec#/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def expected_schema(method, path, status):
-    """The schema the document gives for this answer (None: a body that is not JSON)."""
+def expected_schema(method, path, status, content_type="application/json"):
+    """The schema the document gives for this answer (None: a body that is not JSON, of
+    a type the document gives it)."""
     template = next((t for pattern, t in TEMPLATES if pattern.match(path)), None)
     operation = SPEC["paths"].get(template, {}).get(method.lower()) if template else None
     if operation is None:
         assert status >= 300, f"{method} {path} answered {status} but is not documented"
-        return ERROR
+        return None if content_type == "text/html" else ERROR
     responses = operation["responses"]
-    if str(status) not in responses:
-        assert status >= 400, f"{method} {template}: status {status} is not documented"
-        return ERROR
+    if status == 500:
+        return ERROR  # a bug (tests cause one on purpose): undocumented, in the error shape
+    assert str(status) in responses, f"{method} {template}: status {status} is not documented"
     content = responses[str(status)].get("content", {})
+    if content_type == "text/html":  # the browsable page of a JSON answer
+        assert "text/html" in content, f"{method} {template}: HTML {status} is not documented"
+        return None
     if "application/json" not in content:
         return None
     return {
@@ -77,8 +81,11 @@ def expected_schema(method, path, status):
 def check(method, path, response, field_name="service_url", endpoints=ENDPOINTS):
     if method == "HEAD" or response.status_code == 304:
         assert response.data == b""
+        if method != "HEAD":
+            expected_schema(method, path, 304)  # declared
         return
-    schema = expected_schema(method, path, response.status_code)
+    content_type = response.headers.get("Content-Type", "application/json").split(";")[0]
+    schema = expected_schema(method, path, response.status_code, content_type)
     if schema is None:
         return
     body = response.get_data()

@@ -7,6 +7,7 @@ the service against the contract and not against itself.
 import functools
 import re
 import unicodedata
+from urllib.parse import parse_qsl, quote_plus
 
 KEYS = {
     "party_series": ["id", "name"],
@@ -101,3 +102,23 @@ def all_records(catalogue, resource):
             for summary in summaries:
                 records.setdefault(summary["id"], summary)
     return list(records.values())
+
+
+def upstream_link(url, page):
+    """The upstream's link to ``page`` of the listing asked at ``url``, as Django REST
+    framework writes it (``rest_framework/utils/urls.py``): the query read by
+    ``parse_qs`` (blank values kept), ``page`` replaced (none for page 1), names sorted,
+    each name's values in their order, every name and value through ``quote_plus``."""
+    base, _, query = url.partition("?")
+    values = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        values.setdefault(name, []).append(value)
+    values.pop("page", None)
+    if page > 1:
+        values["page"] = [str(page)]
+    pairs = [
+        f"{quote_plus(name)}={quote_plus(value)}"
+        for name in sorted(values)
+        for value in values[name]
+    ]
+    return base + ("?" + "&".join(pairs) if pairs else "")

@@ -305,6 +305,41 @@ def test_the_seed_answers_from_what_its_records_hold(tmp_path):
     assert client.get("/api/adhoc/zxdemo/prod-demozoo-ids-by-zxdemo-id/").data == b"[]"
 
 
+def test_a_folders_adhoc_file_gives_what_the_records_do_not(tmp_path):
+    """adhoc.jsonl's rows are used for the records it names (an archived link, a
+    differentiator); rows of records the folder lacks are left out; what it does not
+    give is derived; a bad line fails the load with file, line and field."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for name, records in (("productions", SMALL), ("releasers", RELEASERS)):
+        (folder / f"{name}.jsonl").write_text(
+            "".join(json.dumps(record) + "\n" for record in records)
+        )
+    link = {"owner": "production", "link_class": "ZxdemoItem", "parameter": "77", "url": "x"}
+    rows = [
+        {"link": {**link, "owner_id": 2, "seq": 5, "is_download": False}},
+        {"link": {**link, "owner_id": 999, "seq": 6, "is_download": False}},  # no such record
+        {"nick": {"releaser_id": 3, "position": 0, "seq": 1, "differentiator": "Finland"}},
+    ]
+    (folder / "adhoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    database = tmp_path / "catalogue.sqlite3"
+    load_catalogue(folder, database)
+    client = suite_app(database, SITE_URL=SITE_URL).test_client()
+    zxdemo = client.get("/api/adhoc/zxdemo/prod-demozoo-ids-by-zxdemo-id/")
+    assert zxdemo.data == b'[{"zxdemo_id": 77, "demozoo_id": 2}]'
+    # Production 1's Pouet link, not in the file, is derived from its URL.
+    pouet = client.get("/api/adhoc/pouet/prod-demozoo-ids-by-pouet-id/")
+    assert pouet.data == b'[{"pouet_id": 42, "demozoo_id": 1}]'
+    differentiators = {
+        row[0]: row[3] for row in _rows(client.get("/api/adhoc/group-abbreviations/"))
+    }
+    assert differentiators["3"] == "b'Finland'"
+    with (folder / "adhoc.jsonl").open("a") as out:
+        out.write(json.dumps({"nick": {"releaser_id": 3, "position": 0, "seq": "1"}}) + "\n")
+    with pytest.raises(CatalogueError, match=r"^adhoc\.jsonl:4: nick\.seq: Not a valid integer"):
+        load_catalogue(folder, tmp_path / "bad.sqlite3")
+
+
 def test_values():
     assert literal("") == "b''"
     assert literal("ø") == "b'\\xc3\\xb8'"

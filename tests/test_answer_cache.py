@@ -66,7 +66,7 @@ def test_what_is_not_fully_determined_is_not_kept(app, client):
     for method, path, headers, status in (
         ("GET", "/api/v1/productions/?page=99", {}, 404),
         ("GET", "/api/v1/productions/?format=xml", {}, 400),
-        ("GET", "/api/v1/platforms/", {"Accept": "text/html"}, 406),
+        ("GET", "/api/v1/platforms/", {"Accept": "text/csv"}, 406),
         ("GET", "/api/v1/platforms", {}, 308),
         ("GET", "/api/v1/nothing/", {}, 404),
         ("OPTIONS", "/api/v1/platforms/", {}, 200),

@@ -20,12 +20,13 @@ from demoserv.loader import install
 from demoserv.loader.feed import build as build_feed
 from demoserv.loader.sources import load_catalogue
 from demoserv.resources import BY_NAME
-from demoserv.store import facts
+from demoserv.store import facts, snapshot
+from demoserv.store.snapshot import Address
 from demoserv.web.db import get_database
 from demoserv.web.kept_answers import KeptAnswers
 from demoserv.web.views import changes as changes_module
 
-from .conftest import refusing_url, walk
+from .conftest import SITE_URL, TEST_CLIENT_ADDRESS, refusing_url, walk
 from .test_history import ADDED, UNTOUCHED, expected_changes, loads  # noqa: F401 (fixture)
 from .test_query_plans import catch_statements
 from .test_server import Server
@@ -192,27 +193,75 @@ def _served(server):
     return records
 
 
-def test_the_example_client_stays_in_step_over_three_loads(loads, tmp_path):  # noqa: F811
+def _requests_of(example, monkeypatch):
+    """The requests the example client makes from now on (a URL or a Request each)."""
+    requests = []
+    urlopen = example.urllib.request.urlopen
+    monkeypatch.setattr(
+        example.urllib.request,
+        "urlopen",
+        lambda request, **options: requests.append(request) or urlopen(request, **options),
+    )
+    return requests
+
+
+def test_the_example_client_stays_in_step_over_three_loads(loads, tmp_path, monkeypatch):  # noqa: F811
+    """From the snapshot where the mirror writes one for its address (else every list
+    and record), then the changes since its version after each load: the copy is the
+    next load's snapshot and every record served; after a rollback (its version gone)
+    from the snapshot of the catalogue rolled back to."""
     folders, files, versions = loads
     example = _example()
+    requests = _requests_of(example, monkeypatch)
     target = tmp_path / "served.sqlite3"
     copy = tmp_path / "copy.json"
     shutil.copyfile(files[0], target)
     with Server(target) as server:
         api_root = f"{server.url}/api/v1/"
+        at = [Address(api_root, SITE_URL, "service_url")]
+        assert example.fetch_snapshot(api_root) is None  # a file built without one
         assert example.follow(api_root, copy)["version"] == versions[0]
+        load_catalogue(folders[0], target, snapshot_at=at)  # the same records: written
+        assert example.fetch_snapshot(api_root) == json.loads(copy.read_text())
+        copy.unlink()
+        requests.clear()
+        assert example.follow(api_root, copy)["version"] == versions[0]
+        assert len(requests) == 1 + 7  # the manifest and each resource's file
         for number in (1, 2, 3):
-            load_catalogue(folders[number], target)
+            load_catalogue(folders[number], target, snapshot_at=at)
             kept = example.follow(api_root, copy)
             assert kept["version"] == versions[number]
             assert kept == json.loads(copy.read_text())
+            assert kept == example.fetch_snapshot(api_root)
         # Each load's changes applied in turn give every record the server serves.
         assert kept["records"] == _served(server)
         # After a rollback its version is gone (410): it fetches everything again.
-        install.rollback(target)
+        install.rollback(target, snapshot_at=at)
         kept = example.follow(api_root, copy)
         assert kept["version"] == versions[2]
         assert kept["records"] == _served(server)
+
+
+def test_the_example_client_resumes_a_cut_download(loaded_database, tmp_path, monkeypatch):
+    """A file it has part of is asked for from there (Range); one whose bytes are not
+    the manifest's is fetched whole again."""
+    example = _example()
+    requests = _requests_of(example, monkeypatch)
+    version = facts.version_and_time(loaded_database).version
+    key = TEST_CLIENT_ADDRESS.key
+    entry = snapshot.read_manifest(loaded_database, version, key)["resources"]["productions"]
+    whole = (
+        snapshot.files_folder(loaded_database, version, key) / "productions.ndjson.gz"
+    ).read_bytes()
+    path = tmp_path / "productions.ndjson.gz"
+    with Server(loaded_database) as server:
+        entry["url"] = f"{server.url}/snapshot/{snapshot.file_path(version, key, 'productions')}"
+        path.write_bytes(whole[:100])
+        assert example.download(entry, path).read_bytes() == whole
+        path.write_bytes(b"x" * 100)
+        assert example.download(entry, path).read_bytes() == whole
+    ranges = [request.get_header("Range") for request in requests]
+    assert ranges == ["bytes=100-", "bytes=100-", None]
 
 
 class Scripted(http.server.BaseHTTPRequestHandler):

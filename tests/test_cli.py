@@ -10,6 +10,7 @@ import select
 import shlex
 import socket
 import subprocess
+import types
 import urllib.request
 from pathlib import Path
 
@@ -88,9 +89,12 @@ def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch
         factory, "create_app", lambda **options: made.append(options) or create_app(**options)
     )
     monkeypatch.setattr(
-        factory, "start_serving", lambda app, folder: steps.append(("start", folder))
+        factory, "start_serving", lambda app, folder, urls: steps.append(("start", folder, urls))
     )
-    monkeypatch.setattr(serving, "Listener", lambda settings, **options: steps.append("listen"))
+    listening = types.SimpleNamespace(urls=["http://127.0.0.1:1"])
+    monkeypatch.setattr(
+        serving, "Listener", lambda settings, **options: steps.append("listen") or listening
+    )
     monkeypatch.setattr(serving, "serve", lambda listener, app, **options: steps.append("serve"))
     monkeypatch.chdir(tmp_path)
     environment = dict(os.environ)
@@ -98,7 +102,7 @@ def test_serve_gives_the_app_its_database_and_catalogue_as_arguments(monkeypatch
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0, result.output
     assert made == [{"database": "x.sqlite3"}]
-    assert steps == ["listen", ("start", packaged_catalogue("sample")), "serve"]
+    assert steps == ["listen", ("start", packaged_catalogue("sample"), listening.urls), "serve"]
     assert dict(os.environ) == environment
     assert list(tmp_path.iterdir()) == []
 
@@ -344,8 +348,13 @@ def test_the_sample_is_served_with_one_option(tmp_path):
     with installed_serve(tmp_path, *serve[2:], "--database=db.sqlite3") as server:
         with urllib.request.urlopen(f"{server.url}/api/v1/productions/", timeout=30) as answer:
             assert json.load(answer)["count"] == 2350
+        # The catalogue it builds has its snapshot for the server's own address too.
+        with urllib.request.urlopen(f"{server.url}/api/v1/snapshot/", timeout=30) as answer:
+            assert json.load(answer)["resources"]["productions"]["count"] == 2350
     status = run_installed("demoserv", "status", "--database=db.sqlite3", cwd=tmp_path).stdout
     assert "source:        sample (" in status
+    assert f"\n  {server.url}/api/v1/ (service_url at " in status
+    assert "    productions.ndjson.gz             2,350 records" in status
     loaded = run_installed(*load, "--database=db.sqlite3", cwd=tmp_path)
     assert loaded.returncode == 0 and loaded.stdout.startswith("Loaded sample: "), loaded
 

@@ -5,13 +5,16 @@ catalogue loaded by demoserv-update.service's command, once for all the replicas
 machine. Needs nginx (Debian's package); run with ``pytest -m nginx``. Every wait is a
 poll with a deadline."""
 
+import hashlib
 import http.client
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -205,17 +208,20 @@ def test_the_site_passes_nginx_t(tmp_path):
 
 def test_two_replicas_behind_nginx_one_load_kill_and_restart(tmp_path, exports, processes):
     day_1, day_2 = exports
-    settings = {"DEMOSERV_CACHE_MAX_AGE": str(MAX_AGE)}
-    machine = Machine(tmp_path / "machine", processes, settings)
-    assert machine.update(day_1).startswith("Loaded ")
     front, one, two = free_ports(3)
     host = f"127.0.0.1:{front}"
+    settings = {
+        "DEMOSERV_CACHE_MAX_AGE": str(MAX_AGE),
+        "DEMOSERV_SNAPSHOT_URLS": f'["http://{host}"]',  # the front's address
+    }
+    machine = Machine(tmp_path / "machine", processes, settings)
+    assert machine.update(day_1).startswith("Loaded ")
     for port in (one, two):
         machine.start(port)
     nginx_folder = tmp_path / "nginx"
     nginx = processes.start(
         "nginx",
-        deployment.write_nginx(nginx_folder, listen=host, ports=[one, two]),
+        deployment.write_nginx(nginx_folder, listen=host, ports=[one, two], state=machine.state),
     )
     wait_for(lambda: status_of(front) == 200, "nginx", [nginx])
 
@@ -249,6 +255,25 @@ def test_two_replicas_behind_nginx_one_load_kill_and_restart(tmp_path, exports, 
         ),
         "requests to both replicas in nginx's log",
     )
+
+    # The snapshot: its manifest from a replica, its files read by nginx from the
+    # folder, the same bytes as a replica's, with their length, ranges and 304.
+    status, _, body = get(front, "/api/v1/snapshot/")
+    assert status == 200, body
+    entry = json.loads(body)["resources"]["productions"]
+    path = urlsplit(entry["url"]).path
+    assert entry["url"] == f"http://{host}{path}"
+    status, headers, data = get(front, path)
+    assert (status, hashlib.sha256(data).hexdigest()) == (200, entry["sha256"])
+    assert headers["content-type"] == "application/gzip"
+    assert headers["content-length"] == str(entry["bytes"])
+    assert logged(nginx_folder, path)[1] == []  # no replica asked
+    assert get(one, path, host=host)[2] == data
+    status, _, part = get(front, path, {"Range": "bytes=100-"})
+    assert (status, part) == (206, data[100:])
+    assert get(front, path, {"If-None-Match": headers["etag"]})[0] == 304
+    manifest = path.replace("productions.ndjson.gz", "manifest.json")
+    assert get(front, manifest)[0] == 404  # a replica's answer: only the files are served
 
     # A repeated request is a cache hit.
     first = get(front, "/api/v1/productions/?page=3")

@@ -1,13 +1,13 @@
 """The docs page renders the OpenAPI document in a real browser: headless Chromium
 against the API served by waitress. Run with ``pytest -m browser`` (README)."""
 
-import shutil
 import subprocess
 
 import pytest
 
 from demoserv.loader.sources import load_catalogue
 
+from . import chromium
 from .openapi_check import SPEC
 from .test_server import Server
 
@@ -15,21 +15,12 @@ pytestmark = pytest.mark.browser
 
 
 def test_docs_page_renders_in_chromium(tmp_path, catalogue_dir):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "this check needs Chromium: apt-get install chromium"
     load_catalogue(catalogue_dir, tmp_path / "db.sqlite3")
     with Server(tmp_path / "db.sqlite3") as server:
         page = subprocess.run(
             [
-                chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                chromium.executable(),
+                *chromium.FLAGS,
                 f"--user-data-dir={tmp_path / 'profile'}",
                 "--virtual-time-budget=10000",
                 "--dump-dom",

@@ -14,9 +14,10 @@ How each language is run:
   A command that names a docs address no command has started a server at (a curl of
   127.0.0.1:8080) runs against ``demoserv serve`` started there for the test, serving
   the sandbox's database (two small catalogues loaded in turn if it has none yet, so
-  that the history of changes holds a change). A command that an earlier block of the
-  group has run (its comment aside) is not run again: README and docs/index.md share
-  the quick start, README and docs/mirror.md the local mirror.
+  that the history of changes holds a change), its snapshot written for the server's
+  address (as a load does for DEMOSERV_SNAPSHOT_URLS naming it). A command that an
+  earlier block of the group has run (its comment aside) is not run again: README and
+  docs/index.md share the quick start, README and docs/mirror.md the local mirror.
 - ``console``: each ``$`` command, whose output (standard output and error) must be
   the lines shown under it. These show the mistakes of an installation that has served
   already: the sandbox's database is in place (the two small catalogues), the addresses
@@ -80,17 +81,21 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demoserv.loader import snapshot
 from demoserv.loader.sources import load_catalogue
 from demoserv.server import launcher
+from demoserv.settings import DEFAULTS
+from demoserv.store.snapshot import Address
 
 from . import catalogue_factory, docs_blocks
 from .docs_blocks import ROOT
 
 BIN = Path(sys.executable).parent
 # Pages whose commands share a sandbox, in this order: the quick start's server, then
-# the local mirror tried against it; the operations on the placeholders.
+# the local mirror tried against it and a browser's request of it; the operations on
+# the placeholders.
 GROUPS = [
-    ("README.md", "docs/index.md", "docs/mirror.md"),
+    ("README.md", "docs/index.md", "docs/mirror.md", "docs/browsable.md"),
     ("docs/api.md", "docs/running.md"),
 ]
 # The pip commands the docs show, as the stand-in pip sees its arguments.
@@ -431,8 +436,12 @@ class Session:
                 load_catalogue(small_catalogue(self.folder_for("catalogue"), seed), self.database)
 
     def serve_for_the_test(self, port):
-        """``demoserv serve`` on ``port``, serving the sandbox's database."""
+        """``demoserv serve`` on ``port``, serving the sandbox's database, its snapshot
+        written for that address."""
         self.ensure_database()
+        address = f"http://127.0.0.1:{port}/api/v1/"
+        at = Address(address, DEFAULTS["SITE_URL"], DEFAULTS["SERVICE_URL_FIELD"])
+        snapshot.write(self.database, self.database, [at])
         self.servers[port] = launcher.Demoserv(
             command=[BIN / "demoserv", "serve"],
             listen=f"127.0.0.1:{port}",

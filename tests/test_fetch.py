@@ -44,7 +44,8 @@ FETCH_CONFIG = {
     "FETCH_MAX_RETRY_AFTER": 0.001,
     "FETCH_MAX_REDIRECTS": 3,
 }
-KEPT = {"db.sqlite3", ".db.sqlite3.lock", "db.sqlite3.previous"}
+# What a load leaves beside the served file: nothing of a download.
+KEPT = {"db.sqlite3", ".db.sqlite3.lock", "db.sqlite3.previous", "db.sqlite3.snapshot"}
 
 
 class ExportServer(ThreadingHTTPServer):

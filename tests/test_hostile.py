@@ -67,6 +67,9 @@ def test_nasty_values_in_every_parameter(client, parameter):
         "/api/v1/productions/-5/",
         "/api/v1/productions/1.5/",
         "/api/v1/productions/0x10/",
+        # Digits that are not ASCII (Arabic-Indic three), as the upstream's routes.
+        "/api/v1/productions/%D9%A3/",
+        "/api/adhoc/meteoriks/candidates/%D9%A3%D9%A3/",
         "/api/v1//productions/",
         "/api/v1/productions/1/productions/",
         "/api/v1/releasers/" + "9" * 40 + "/productions/",

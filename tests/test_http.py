@@ -134,13 +134,20 @@ def test_options_on_a_missing_path_is_404(client):
         ("application/json", 200),
         ("*/*", 200),
         ("application/*", 200),
-        ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", 200),
-        ("text/html", 406),
+        ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "html"),
+        ("text/html", "html"),
+        ("text/*", "html"),
+        ("text/html, */*", "html"),
+        ("application/*, text/html", "html"),
+        ("application/json, text/html", 200),
+        ("text/html;q=0.5, application/json", 200),
+        ("text/html;q=0, */*", 200),
+        ("text/plain, */*;q=0.1", 200),
         ("application/xml, text/csv", 406),
         ("application/json;q=0", 406),
         ("application/json; charset=utf-8", 200),
         ("application/json;indent=4", 200),
-        ("text/html;q=1, application/json; version=1.0;q=0.5", 200),
+        ("text/html;q=1, application/json; version=1.0;q=0.5", "html"),
         ("application/vnd.api+json", 406),
         ("application/json;q=zero", 406),
         ("application/json;q=0, */*", 406),
@@ -150,16 +157,25 @@ def test_options_on_a_missing_path_is_404(client):
     ],
 )
 def test_accept(client, accept, status):
+    """JSON for what admits it, the HTML page where text/html is preferred to it (named,
+    with a higher quality or from a more specific range), else a 406."""
     response = client.get("/api/v1/platforms/", headers={"Accept": accept})
+    if status == "html":
+        assert response.status_code == 200
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "Accept" in response.headers["Vary"] and response.headers["Allow"]
+        return
     assert response.status_code == status
     assert_api_headers(response)
     if status == 406:
         assert response.json == {"detail": "Could not satisfy the request Accept header."}
 
 
-def test_format_overrides_accept(client):
-    response = client.get("/api/v1/platforms/?format=json", headers={"Accept": "text/html"})
+@pytest.mark.parametrize("format", ["json", "api"])
+def test_format_overrides_accept(client, format):
+    response = client.get(f"/api/v1/platforms/?format={format}", headers={"Accept": "text/html"})
     assert response.status_code == 200
+    assert_api_headers(response)
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ def refuse_unusable(make, caplog):
 
 def negotiate(make, caplog):
     client = make().test_client()
-    assert client.get("/api/v1/platforms/", headers={"Accept": "text/html"}).status_code == 406
+    assert client.get("/api/v1/platforms/", headers={"Accept": "text/csv"}).status_code == 406
     assert client.get("/api/v1/platforms/?format=xml").status_code == 400
 
 
@@ -67,6 +67,11 @@ def represent(make, caplog):
     assert response.data.startswith(b"cb({") and response.data.endswith(b"});")
     indented = client.get("/api/v1/platforms/", headers={"Accept": "application/json; indent=2"})
     assert indented.data.startswith(b'{\n  "count": ')
+
+
+def render(make, caplog):
+    response = make().test_client().get("/api/v1/platforms/", headers={"Accept": "text/html"})
+    assert response.data.startswith(b"<!DOCTYPE html>") and b'"count": ' in response.data
 
 
 def label_fresh(make, caplog):
@@ -127,6 +132,7 @@ CHECKS = {
     pipeline.negotiation.negotiate: ("BEFORE", negotiate),
     pipeline.conditional.answer_conditional: ("BEFORE", answer_conditional),
     pipeline.negotiation.represent: ("AFTER", represent),
+    pipeline.browsable.render: ("AFTER", render),
     pipeline.conditional.label_fresh: ("AFTER", label_fresh),
     pipeline.negotiation.label: ("AFTER", label),
     pipeline.compression.compress: ("AFTER", compress),

@@ -7,6 +7,7 @@ from sqlalchemy import func, select
 
 from demoserv.loader.build import SCRATCH_TABLES
 from demoserv.loader.export import export_catalogue
+from demoserv.loader.files import ADHOC_FILE
 from demoserv.loader.resources import LOAD_ORDER, LOADING
 from demoserv.resources import BY_NAME, NAMES, RESOURCES
 from demoserv.web.db import read_only_engine
@@ -43,7 +44,7 @@ def test_every_resource_is_loaded_and_exported(loaded_database, tmp_path):
     engine.dispose()
     assert sorted(counts) == sorted(LOAD_ORDER)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        f"{name}.jsonl" for name in LOAD_ORDER
+        [*(f"{name}.jsonl" for name in LOAD_ORDER), ADHOC_FILE]
     )
 
 

@@ -212,10 +212,17 @@ def test_jsonp_callback_names(client):
         "a;b",
     ],
 )
-def test_a_callback_that_is_not_a_name_is_a_json_400(client, callback):
-    response = client.get(
-        "/api/v1/platforms/", query_string={"format": "jsonp", "callback": callback}
-    )
+@pytest.mark.parametrize(
+    "path, asked",
+    [
+        ("/api/v1/platforms/", {"format": "jsonp"}),
+        # Not JSONP: checked all the same, as the OpenAPI document's one pattern says.
+        ("/api/v1/platforms/", {}),
+        ("/api/v1/platforms.json", {"format": "jsonp"}),
+    ],
+)
+def test_a_callback_that_is_not_a_name_is_a_json_400(client, callback, path, asked):
+    response = client.get(path, query_string={**asked, "callback": callback})
     assert response.status_code == 400
     assert response.headers["Content-Type"] == "application/json"
     assert "callback" in response.json["detail"]

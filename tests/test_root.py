@@ -46,6 +46,7 @@ def test_both_roots_link_the_docs_the_document_the_status_and_the_changes(client
     related = {parameters["title"]: target for target, parameters in found["related"]}
     assert related == {
         "the changes feed": "/api/v1/changes/",
+        "the snapshot: every record in one download": "/api/v1/snapshot/",
         "the upstream's /api/adhoc/ paths": "/api/v1/docs/#adhoc",
     }
     kinds = {
@@ -53,6 +54,7 @@ def test_both_roots_link_the_docs_the_document_the_status_and_the_changes(client
         "/api/v1/openapi.json": "application/json",
         "/api/v1/status/": "application/json",
         "/api/v1/changes/": "application/json",
+        "/api/v1/snapshot/": "application/json",
     }
     for target, kind in kinds.items():
         linked = client.get(target)
@@ -80,6 +82,7 @@ def test_the_site_root_redirects_with_an_index(client):
         "openapi": "http://localhost/api/v1/openapi.json",
         "status": "http://localhost/api/v1/status/",
         "changes": "http://localhost/api/v1/changes/",
+        "snapshot": "http://localhost/api/v1/snapshot/",
         "adhoc": [f"http://localhost/api/adhoc/{path}" for path in adhoc.PATHS],
     }
     for name, address in index.items():
@@ -117,6 +120,7 @@ def test_the_docs_page_links_the_roots_the_document_the_status_and_the_changes(c
         "/api/v1/openapi.json",
         "/api/v1/status/",
         "/api/v1/changes/",
+        "/api/v1/snapshot/",
         "/api/v1/docs/#adhoc",
     ]
     for target in targets[:-1]:
@@ -143,6 +147,6 @@ def test_behind_a_proxy_the_links_carry_its_prefix(loaded_database):
     proxied = suite_app(loaded_database, TRUSTED_PROXIES=1).test_client()
     header = proxied.get("/api/v1/", headers={"X-Forwarded-Prefix": "/mirror"}).headers["Link"]
     targets = [target for each in links(header).values() for target, _ in each]
-    assert len(targets) == 5 and all(target.startswith("/mirror/api/v1/") for target in targets)
+    assert len(targets) == 6 and all(target.startswith("/mirror/api/v1/") for target in targets)
     # Each address its own answer: the same path without the prefix keeps its own links.
     assert links(proxied.get("/api/v1/").headers["Link"])["status"][0][0] == "/api/v1/status/"

@@ -50,9 +50,11 @@ class Checked:
 class Server(Checked, launcher.WaitressServe):
     """``waitress-serve --call demoserv:serving_app`` on a free loopback port."""
 
-    def __init__(self, database, threads=4, options=()):
+    def __init__(self, database, threads=4, options=(), **settings):
         super().__init__(
-            f"--threads={threads}", *options, env=environment(DEMOSERV_DATABASE=str(database))
+            f"--threads={threads}",
+            *options,
+            env=environment(DEMOSERV_DATABASE=str(database), **settings),
         )
 
 

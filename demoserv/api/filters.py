@@ -21,9 +21,11 @@ from sqlalchemy import func, select
 from ..store.listing_arrays import search_arrays
 from ..store.values import (
     DATE_RANGE,
+    FULL_DATE_PATTERN,
     ID_PATTERN,
     MAX_ID,
-    TIMESTAMP_RANGE,
+    PARTIAL_DATE_PATTERN,
+    RECORD_ID_PATTERN,
     date_key,
     name_key,
     partial_date_error,
@@ -34,6 +36,13 @@ from .error import APIError
 
 _ID = re.compile(ID_PATTERN)
 MAX_WHOLE_DIGITS = 9  # of AtMost's number: more than any position, and within int32
+# A time bound's forms: a date, or a date and a time (a T or a space between them) with
+# an optional offset; hours 00 to 23, seconds to the microsecond.
+_CLOCK = "([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,6})?)?"
+DATE_TIME_PATTERN = f"{FULL_DATE_PATTERN}([T ]{_CLOCK}(Z|[+-]{_CLOCK})?)?"
+_DATE_TIME = re.compile(DATE_TIME_PATTERN)
+# Bounds before and after every moment a record can hold (years 1 to 9999 in UTC).
+_EARLIEST, _LATEST = "0000-12-31T00:00:00.000000Z", "10000-01-01T00:00:00.000000Z"
 
 
 def _invalid(parameter, expected):
@@ -224,7 +233,7 @@ class Flag(ArrayFilter):
 class IdEquals(ArrayFilter):
     example = "1"
     column: str = ""
-    schema = {"type": "string", "pattern": f"^({ID_PATTERN})?$"}
+    schema = {"type": "string", "pattern": f"^({RECORD_ID_PATTERN})?$"}
 
     def normalise(self, values):
         return _record_id(self.parameter, values[-1])
@@ -270,7 +279,7 @@ class DateBound(ArrayFilter):
 
     column: str = ""
     before: bool = True
-    schema = {"type": "string", "pattern": "^([0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?)?$"}
+    schema = {"type": "string", "pattern": f"^({PARTIAL_DATE_PATTERN})?$"}
 
     def normalise(self, values):
         if partial_date_error(values[-1]):
@@ -293,25 +302,30 @@ class DateBound(ArrayFilter):
 @dataclass(frozen=True)
 class TimeBound(ArrayFilter):
     """Records added or updated before, or on or after, a date (its midnight UTC) or a
-    date-time (ISO 8601; UTC unless it names an offset). A value whose offset takes it
-    out of the years 1 to 9999 in UTC (``9999-12-31T23:59:59-01:00``) is a 400 naming the
-    range, as any date out of range is, not a bound before or after every record."""
+    date-time (``DATE_TIME_PATTERN``; UTC unless it names an offset). A moment whose
+    offset takes it out of the years 1 to 9999 in UTC (``9999-12-31T23:59:59-01:00``) is
+    a bound after (or before) every record: a regular expression, as the OpenAPI document
+    gives one, cannot compare a time with its offset."""
 
     example = "2020-01-01"
 
     column: str = ""
     before: bool = True
     feature: str = ""
+    schema = {"type": "string", "pattern": f"^({DATE_TIME_PATTERN})?$"}
 
     def normalise(self, values):
-        try:
-            return timestamp_key(values[-1])
-        except ValueError:
+        value = values[-1]
+        if not _DATE_TIME.fullmatch(value):
             raise _invalid(
                 self.parameter,
-                "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM:SS, optionally "
-                f"with Z or an offset such as +01:00), {TIMESTAMP_RANGE}",
-            ) from None
+                "a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM, optionally with :SS "
+                f"and up to six decimals, and with Z or an offset such as +01:00), {DATE_RANGE}",
+            )
+        try:
+            return timestamp_key(value)
+        except ValueError:  # the form is right: the offset took it past an end
+            return _EARLIEST if value.startswith("0001") else _LATEST
 
     def encode(self, values):
         return np.array(
@@ -337,7 +351,11 @@ class LinkedTo(SQLFilter):
     repeatable = True
     schema = {
         "type": "array",
-        "items": {"type": "string", "pattern": f"^({ID_PATTERN}(,{ID_PATTERN})*)?$"},
+        # Empty parts are skipped: "1,,2" and "," are valid.
+        "items": {
+            "type": "string",
+            "pattern": f"^,*({RECORD_ID_PATTERN}(,+{RECORD_ID_PATTERN})*)?,*$",
+        },
     }
 
     def normalise(self, values):

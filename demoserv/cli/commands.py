@@ -17,13 +17,15 @@ import click
 from flask import current_app
 from flask.cli import ScriptInfo
 
-from ..loader import fetch, install, progress, sources, status_facts
+from ..loader import fetch, install, progress, snapshot, sources, status_facts
 from ..loader.export import export_catalogue
 from ..loader.reporting import CatalogueError
 from ..server import serving
 from ..settings import PACKAGED, packaged_catalogue
 from ..store import facts
+from ..store import snapshot as snapshot_format
 from ..version import __version__
+from ..web.address_style import snapshot_addresses
 from ..web.db import DEFAULT_DATABASE, database_path, get_database
 
 
@@ -214,6 +216,7 @@ def load_command(source, wait, allow_empty, force):
         force=force,
         fetch_settings=settings,
         keep_days=current_app.config["CHANGES_KEPT_DAYS"],
+        snapshot_at=snapshot_addresses(current_app.config),
         report=progress.Display(bars=sys.stdout.isatty()),
     )
     started = time.monotonic()
@@ -290,7 +293,12 @@ def rollback_command(wait):
         existing_database()
     with install.handling_signals(target):
         try:
-            counts = install.rollback(target, wait=wait, report=progress.Display(bars=False))
+            counts = install.rollback(
+                target,
+                wait=wait,
+                snapshot_at=snapshot_addresses(current_app.config),
+                report=progress.Display(bars=False),
+            )
         except install.InstallError as error:
             fail(str(error))
         progress.say(f"Rolled back {target} to its previous catalogue: {progress.counts(counts)}.")
@@ -311,11 +319,35 @@ def status_command():
         fail(f"{target}: not a catalogue database: load one into it with demoserv load")
     lines = status_facts.lines(target, found)
     lines.insert(1, f"  {'database from:':<15}{database_origin(current_app)}")
+    lines += ["", *_snapshot_lines(target, found["version"])]
     leftovers = install.leftovers(target)
     if leftovers:
         lines += ["", "Left by an interrupted load (the next load or rollback removes them):"]
         lines += [f"  {path} ({progress.size(path.stat().st_size)})" for path in leftovers]
     progress.say("\n".join(lines))
+
+
+def _snapshot_lines(target, version):
+    """The served catalogue's snapshot: each address's folder and files."""
+    written = snapshot.written(target, version)
+    if not written:
+        return [
+            f"Snapshot (/api/v1/snapshot/): none for version {version} in "
+            f"{snapshot_format.folder(target)} (the next load writes it for DEMOSERV_SNAPSHOT_URLS)"
+        ]
+    lines = ["Snapshot (/api/v1/snapshot/):"]
+    for address, folder, files in written:
+        total = sum(file["bytes"] for file in files.values())
+        lines.append(
+            f"  {address['api_root']} ({address['field']} at {address['site']}): "
+            f"{folder}, {progress.size(total)}"
+        )
+        for name, file in files.items():
+            lines.append(
+                f"    {snapshot_format.file_name(name):<28}{file['count']:>11,} records"
+                f"{progress.size(file['bytes']):>12}"
+            )
+    return lines
 
 
 @click.command("export")
@@ -465,7 +497,7 @@ def serve_command(listen, catalogue, request_timeout, database, ready_file, **wa
         listener = serving.Listener(settings, request_timeout=request_timeout)
     except OSError as error:
         fail(f"demoserv serve: {_listen_failure(error, settings['listen'])}")
-    factory.start_serving(app, folder)
+    factory.start_serving(app, folder, listener.urls)
     serving.serve(listener, app, ready_file=ready_file)
 
 

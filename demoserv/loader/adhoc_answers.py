@@ -3,11 +3,8 @@ are written and stored as bytes (``tables.adhoc_answers``), so that serving one 
 lookup: the id maps, pouet-credits, eq, group-abbreviations, and klubi's and scenesat's
 list of every month that has releases (and the empty list, for any other month).
 
-They read the catalogue's tables and ``tables.adhoc_*``: what the export holds beyond
-the records (``UPSTREAM``: every link with its parameter, archived classes too; nick
-differentiators; unparsed bylines; each row's line, which breaks ties as the upstream's
-database does), or, from catalogue files, the links read back from their URLs
-(``from_files``); a value the files do not carry is empty.
+They read the catalogue's tables and ``tables.adhoc_*``, what the export holds beyond
+the records (``adhoc_facts``).
 """
 
 import itertools
@@ -17,7 +14,6 @@ import orjson
 from ..store import tables
 from ..store.values import ADHOC_MONTH_PATHS
 from . import adhoc_values as values
-from .resources import storage
 
 KLUBI, SCENESAT = ADHOC_MONTH_PATHS
 # The classes of the id maps: path -> (owner, link class, key of the other site's id).
@@ -29,18 +25,6 @@ ID_MAPS = {
     "zxdemo/party-demozoo-ids-by-zxdemo-id/": ("party", "ZxdemoParty", "zxdemo_id"),
 }
 POUET_PARTIES = "pouet/party-demozoo-ids-by-pouet-id/"
-# The export's link tables: owner -> (table, owner column).
-LINK_TABLES = {
-    "production": ("productions_productionlink", "production_id"),
-    "releaser": ("demoscene_releaserexternallink", "releaser_id"),
-    "party": ("parties_partyexternallink", "party_id"),
-}
-# The catalogue's link tables, for a catalogue loaded from files.
-CATALOGUE_LINKS = {
-    "production": (tables.production_links, "production_id", "is_download"),
-    "releaser": (tables.releaser_links, "releaser_id", "0"),
-    "party": (tables.party_links, "party_id", "0"),
-}
 VIDEO_CLASSES = ("YoutubeVideo", "VimeoVideo", "DemosceneTvVideo", "CappedVideo")
 # Types that are not shown at a demo show: a production of only these is left out.
 NOT_SHOWN = ("Diskmagazine", "Tool", "Game", "Video", "Pack", "Musicdisk", "Chip Music Pack")
@@ -54,125 +38,6 @@ HEADERS = {
         ","
     ),
 }
-
-
-def _reads(read):
-    """Whether ``read`` takes a parameter (as the upstream reads it), as a function."""
-
-    def reads(parameter):
-        try:
-            read(parameter)
-        except (AttributeError, TypeError, ValueError):
-            return False
-        return True
-
-    return reads
-
-
-_is_id = _reads(values.numeric_id)
-_is_pouet_party = _reads(values.pouet_party)
-
-
-def _id_check(owner, link_class):
-    table, _ = LINK_TABLES[owner]
-    return (
-        f"SELECT line FROM stage.{table} WHERE link_class = '{link_class}' "
-        "AND NOT adhoc_is_id(parameter) ORDER BY line LIMIT 1",
-        f"{table}:{{line}}: parameter: not a {link_class} id (a number)",
-    )
-
-
-def _links_fill(owner, checks):
-    table, column = LINK_TABLES[owner]
-    return storage.Fill(
-        tables.adhoc_links,
-        {
-            "owner": f"'{owner}'",
-            "owner_id": column,
-            "seq": "line",
-            "link_class": "link_class",
-            "parameter": "parameter",
-            "url": "coalesce(link_url(link_class, parameter), '')",
-            "is_download": "is_download_link" if owner == "production" else "0",
-        },
-        f"FROM stage.{table}",
-        checks=checks,
-    )
-
-
-# The import's part: what it stages beyond the records' own columns, and the rows of
-# the tables above, with the checks of the values the upstream reads as numbers.
-UPSTREAM = storage.Upstream(
-    tables={
-        "productions_production": {"unparsed_byline": "text"},
-        "demoscene_nick": {"differentiator": "text"},
-    },
-    functions={
-        "adhoc_is_id": (1, lambda connection: _is_id),
-        "adhoc_is_pouet_party": (1, lambda connection: _is_pouet_party),
-    },
-    fills=(
-        _links_fill(
-            "production",
-            (_id_check("production", "PouetProduction"), _id_check("production", "ZxdemoItem")),
-        ),
-        _links_fill(
-            "releaser",
-            (_id_check("releaser", "PouetGroup"), _id_check("releaser", "ZxdemoAuthor")),
-        ),
-        _links_fill(
-            "party",
-            (
-                _id_check("party", "ZxdemoParty"),
-                (
-                    "SELECT line FROM stage.parties_partyexternallink WHERE link_class = "
-                    "'PouetParty' AND NOT adhoc_is_pouet_party(parameter) ORDER BY line LIMIT 1",
-                    "parties_partyexternallink:{line}: parameter: not a PouetParty parameter "
-                    "(<pouet id>/<year>, two numbers)",
-                ),
-            ),
-        ),
-        storage.Fill(
-            tables.adhoc_productions,
-            {"production_id": "id", "seq": "line", "byline": "nullif(unparsed_byline, '')"},
-            "FROM stage.productions_production",
-        ),
-        # Positioned as releaser_nicks are (by name, then line), to be joined to them.
-        storage.Fill(
-            tables.adhoc_nicks,
-            {
-                "releaser_id": "releaser_id",
-                "position": "row_number() OVER (PARTITION BY releaser_id ORDER BY name, line)",
-                "seq": "line",
-                "differentiator": "coalesce(differentiator, '')",
-            },
-            "FROM stage.demoscene_nick",
-        ),
-    ),
-)
-
-
-def from_files(builder):
-    """The tables above for a catalogue read from files: each link's parameter read back
-    from its URL, ties in the files' order (by id), no differentiator nor byline."""
-    raw = builder.raw_connection()
-    raw.create_function("adhoc_parameter", 2, values.parameter_from_url, deterministic=True)
-    for owner, (table, column, is_download) in CATALOGUE_LINKS.items():
-        raw.execute(
-            f"INSERT INTO {tables.adhoc_links.name} (owner, owner_id, seq, link_class, "
-            f"parameter, url, is_download) SELECT '{owner}', {column}, "
-            f"row_number() OVER (ORDER BY {column}, position), link_class, "
-            f"adhoc_parameter(link_class, url), url, {is_download} FROM main.{table.name}"
-        )
-    raw.execute(
-        f"INSERT INTO {tables.adhoc_productions.name} (production_id, seq) "
-        f"SELECT id, id FROM main.{tables.productions.name}"
-    )
-    raw.execute(
-        f"INSERT INTO {tables.adhoc_nicks.name} (releaser_id, position, seq, differentiator) "
-        "SELECT releaser_id, position, row_number() OVER (ORDER BY releaser_id, position), '' "
-        f"FROM main.{tables.releaser_nicks.name}"
-    )
 
 
 def build_answers(connection, digest):
@@ -223,12 +88,12 @@ class Answers:
         for path, (owner, link_class, key) in ID_MAPS.items():
             items = []
             for parameter, owner_id in self.links(owner, link_class):
-                if _is_id(parameter):  # from files: a URL that gives no id back is left out
+                if values.is_id(parameter):  # from files: a URL that gives no id back is left out
                     items.append({key: values.numeric_id(parameter), "demozoo_id": owner_id})
             yield path, "", values.json_body(items)
         items = []
         for parameter, owner_id in self.links("party", "PouetParty"):
-            if _is_pouet_party(parameter):
+            if values.is_pouet_party(parameter):
                 which, year = values.pouet_party(parameter)
                 items.append({"pouet_id": which, "year": year, "demozoo_id": owner_id})
         yield POUET_PARTIES, "", values.json_body(items)

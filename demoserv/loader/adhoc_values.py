@@ -102,6 +102,19 @@ def parameter_from_url(link_class, url):
         return None
 
 
+def _reads(read):
+    """Whether ``read`` takes a parameter (as the upstream reads it), as a function."""
+
+    def reads(parameter):
+        try:
+            read(parameter)
+        except (AttributeError, TypeError, ValueError):
+            return False
+        return True
+
+    return reads
+
+
 def numeric_id(parameter):
     """An id another site gives as a link's parameter, as the upstream reads it (``int``);
     ValueError when it is not one."""
@@ -112,3 +125,7 @@ def pouet_party(parameter):
     """A ``PouetParty`` parameter ``<id>/<year>`` as (id, year); ValueError otherwise."""
     which, year = parameter.split("/")
     return int(which), int(year)
+
+
+is_id = _reads(numeric_id)
+is_pouet_party = _reads(pouet_party)

@@ -34,13 +34,7 @@ LISTING_CACHE = -8192  # while the listing columns are built
 SCRATCH_CACHE = -8192  # of the scratch file, read in order
 # Relations that only the records built at load show: not served otherwise, so kept in
 # a scratch file while building (they would be a sixth of the new file).
-SCRATCH_TABLES = (
-    tables.credits,
-    tables.screenshots,
-    tables.adhoc_links,
-    tables.adhoc_productions,
-    tables.adhoc_nicks,
-)
+SCRATCH_TABLES = (tables.credits, tables.screenshots)
 # Bytes of dictionary for list and detail records: zstd's largest default, which
 # compresses records of every size about a tenth better than a third of it.
 LIST_DICTIONARY = 110 * 1024

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from ..store import tables
 from ..store.templates import RecordCodec
-from . import records
+from . import adhoc_facts, records
 from .resources import LOAD_ORDER, LOADING, RELATIONS, storage
 
 BATCH = 1000
@@ -73,6 +73,7 @@ def export_catalogue(connection, target):
                 count += 1
         os.replace(partial, path)
         counts[name] = count
+    adhoc_facts.write_file(connection, target)
     return counts
 
 

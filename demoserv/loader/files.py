@@ -13,6 +13,8 @@ from .reporting import FILE, CatalogueError, StageAdvanced, StageFinished, Stage
 from .resources import LOAD_ORDER
 
 PROGRESS_EVERY = 1000  # lines between progress reports
+# What the /api/adhoc/ answers read beyond the records (loader/adhoc_facts.py).
+ADHOC_FILE = "adhoc.jsonl"
 
 
 # Names that look meant as a catalogue file but are not one ("productions.json").
@@ -34,7 +36,7 @@ def catalogue_files(source):
         raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
     for name in names:
         lower = name.lower()
-        if name in expected or name.startswith("."):
+        if name in expected or name == ADHOC_FILE or name.startswith("."):
             continue
         if lower.endswith(_LOOKALIKE_SUFFIXES) or lower.split(".")[0] in LOAD_ORDER:
             raise CatalogueError(
@@ -49,6 +51,12 @@ def catalogue_files(source):
     for path in paths.values():
         _open_regular(path).close()
     return paths
+
+
+def adhoc_file(source):
+    """The folder's ``adhoc.jsonl``, or None when it has none."""
+    path = source / ADHOC_FILE
+    return path if os.path.lexists(path) else None
 
 
 def _open_regular(path):

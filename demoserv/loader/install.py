@@ -10,6 +10,8 @@ File names beside the served file ``NAME``:
 - ``.NAME.<hex>.loading.download`` (and ``.scratch``, ``.staging``): an export being
   downloaded, and what a build keeps beside its file; removed with it.
 - ``NAME.previous``: the catalogue served before the last load (a hard link).
+- ``NAME.snapshot/``: the snapshots of the served and the previous file's records
+  (``loader/snapshot.py``), written before the switch, the others removed after it.
 """
 
 import errno
@@ -26,6 +28,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..store import facts
+from . import snapshot
 from .reporting import Warned, silent
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -311,15 +314,16 @@ def refuse_to_empty(target, counts, *, allow_empty=False):
     return before
 
 
-def install(build_path, target, counts, *, allow_empty=False, report=silent):
+def install(build_path, target, counts, *, allow_empty=False, snapshot_at=(), report=silent):
     """Put the finished file ``build_path`` in place as ``target``: refuse if it would
     leave empty a resource that the served catalogue has (unless ``allow_empty``);
-    give it the owner and mode of the file it replaces; fsync it; keep the served file
-    as ``target.previous``, unless it holds the same records (a reload of them keeps
-    the catalogue before them for a rollback); rename; fsync the folder. Returns the
-    served catalogue's counts before the switch ({} if there was none). An owner that
-    cannot be kept and a failed fsync of the folder are reported to ``report``
-    (Warned)."""
+    write its snapshot for the addresses ``snapshot_at`` (``store.snapshot.Address``)
+    that its records lack; give it the owner and mode of the file it replaces; fsync
+    it; keep the served file as ``target.previous``, unless it holds the same records (a
+    reload of them keeps the catalogue before them for a rollback); rename; fsync the
+    folder; remove the snapshots that neither file holds. Returns the served
+    catalogue's counts before the switch ({} if there was none). An owner that cannot
+    be kept and a failed fsync of the folder are reported to ``report`` (Warned)."""
     build_path, target = Path(build_path), Path(target)
     before = refuse_to_empty(target, counts, allow_empty=allow_empty)
     try:
@@ -327,6 +331,7 @@ def install(build_path, target, counts, *, allow_empty=False, report=silent):
         same_records = bool(served and built) and served.version == built.version
         if same_records and served.loaded_at != built.loaded_at:
             _keep_time_of_same_records(build_path, served.loaded_at)
+        snapshot.write(build_path, target, snapshot_at, report)
         _take_owner_and_mode(build_path, target, report)
         _fsync(build_path)
         with _switching():
@@ -341,11 +346,19 @@ def install(build_path, target, counts, *, allow_empty=False, report=silent):
         _fsync(target.parent)
     except OSError as error:
         report(Warned(f"{target}: the new catalogue is in place, but fsync failed: {error}"))
+    _prune_snapshots(target, report)
     return before
 
 
-def rollback(target, *, wait=False, report=silent):
-    """Switch atomically back to ``target.previous``; the served file becomes the
+def _prune_snapshots(target, report):
+    """The snapshots of the served and the previous file kept, the others removed."""
+    versions = {facts.version_and_time(path) for path in (target, previous_path(target))}
+    snapshot.prune(target, {each.version for each in versions if each}, report)
+
+
+def rollback(target, *, wait=False, snapshot_at=(), report=silent):
+    """Switch atomically back to ``target.previous``, its snapshot first written for
+    the addresses ``snapshot_at`` that its records lack; the served file becomes the
     previous one. Returns the counts of the catalogue now served. What it does not stop
     for is reported to ``report`` (Warned), as a load's is."""
     target = Path(target)
@@ -368,17 +381,19 @@ def rollback(target, *, wait=False, report=silent):
             raise InstallError(f"{previous}: not a usable catalogue file")
         scratch = _scratch_path(target)
         try:
+            snapshot.write(previous, target, snapshot_at, report)
             with _switching():
                 if served_stat is not None:
                     os.link(target, scratch)
                 os.replace(previous, target)
                 if served_stat is not None:
                     os.replace(scratch, previous)
-        except OSError as error:
+        except (OSError, sqlite3.Error) as error:
             scratch.unlink(missing_ok=True)
             raise InstallError(describe(error, target)) from None
         try:
             _fsync(target.parent)
         except OSError as error:
             report(Warned(f"{target}: rolled back, but fsync failed: {error}"))
+        _prune_snapshots(target, report)
         return facts.counts(target)

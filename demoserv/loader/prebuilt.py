@@ -52,15 +52,18 @@ def is_built_catalogue(source):
         return False
 
 
-def install_built(source, target, *, wait=False, allow_empty=False, report=silent):
+def install_built(source, target, *, wait=False, allow_empty=False, snapshot_at=(), report=silent):
     """Copy the built catalogue ``source`` beside ``target``, check the copy and rename
-    it over ``target``, reporting to ``report`` what the install does not stop for.
-    Returns (the copy's record counts, the replaced file's)."""
+    it over ``target`` (its snapshot written for ``snapshot_at``), reporting to
+    ``report`` what the install does not stop for. Returns (the copy's record counts,
+    the replaced file's)."""
     source, target = Path(source), Path(target)
     with install.building(target, wait=wait, report=report) as build:
         _copy(source, build)
         counts = check_built(build, source)
-        before = install.install(build, target, counts, allow_empty=allow_empty, report=report)
+        before = install.install(
+            build, target, counts, allow_empty=allow_empty, snapshot_at=snapshot_at, report=report
+        )
     return counts, before
 
 

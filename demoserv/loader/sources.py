@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from ..store import facts
-from . import adhoc_answers, fetch, history, install, prebuilt, provenance
+from . import adhoc_facts, fetch, history, install, prebuilt, provenance, snapshot
 from .build import Builder
-from .files import catalogue_files
+from .files import adhoc_file, catalogue_files
 from .pgdump import DumpError
 from .reporting import CatalogueError, silent
 from .rows import Loader
@@ -58,15 +58,19 @@ class LoadOptions:
     force: bool = False  # load even the export served
     fetch_settings: fetch.Settings = field(default_factory=fetch.Settings)  # how it downloads
     keep_days: int = history.KEEP_DAYS  # days of the history of changes kept
+    # The addresses the snapshot is written for (``store.snapshot.Address``).
+    snapshot_at: tuple = ()
     report: Callable = silent  # receives the load's events (``reporting``)
 
 
-def load_catalogue(source, database, report=silent):
+def load_catalogue(source, database, report=silent, snapshot_at=()):
     """Load ``source`` (any kind) into the database file ``database``, even if it is the
-    export served, reporting to ``report``. Returns (the number of records of each
-    resource, the same of the catalogue it replaced). See ``install`` for the lock, the
-    checks and the previous file."""
-    outcome = load_source(source, database, LoadOptions(force=True, report=report))
+    export served, reporting to ``report``, its snapshot written for the addresses
+    ``snapshot_at``. Returns (the number of records of each resource, the same of the
+    catalogue it replaced). See ``install`` for the lock, the checks and the previous
+    file."""
+    options = LoadOptions(force=True, snapshot_at=tuple(snapshot_at), report=report)
+    outcome = load_source(source, database, options)
     return outcome.counts, outcome.before
 
 
@@ -103,6 +107,7 @@ def load_source(source, target, options=None):
             target,
             wait=options.wait,
             allow_empty=options.allow_empty,
+            snapshot_at=options.snapshot_at,
             report=options.report,
         )
         outcome = Outcome(source.name, True, counts, before)
@@ -128,24 +133,39 @@ def _building(target, options):
 
 def _install(building, target, counts, options):
     return install.install(
-        building, target, counts, allow_empty=options.allow_empty, report=options.report
+        building,
+        target,
+        counts,
+        allow_empty=options.allow_empty,
+        snapshot_at=options.snapshot_at,
+        report=options.report,
     )
+
+
+def _unchanged(target, options, **outcome):
+    """The Outcome of a load that leaves the served file as it is: its snapshot is
+    written for the addresses it lacks (a file built before snapshots, a new address)."""
+    snapshot.write(target, target, options.snapshot_at, options.report)
+    return Outcome(changed=False, **outcome)
 
 
 def _load_folder(source, target, options):
     paths = catalogue_files(source)  # a folder that cannot be read: said before the lock
     with _building(target, options) as building:
         counts = _build(
-            lambda builder: _read_folder(builder, paths, options.report),
+            lambda builder: _read_folder(builder, source, paths, options.report),
             building, target, provenance.of_path(source), options,
         )  # fmt: skip
         before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
 
 
-def _read_folder(builder, paths, report):
+def _read_folder(builder, source, paths, report):
     counts = Loader(builder, paths, report).run()
-    adhoc_answers.from_files(builder)
+    adhoc = adhoc_file(source)
+    if adhoc is not None:
+        adhoc_facts.read_file(builder, adhoc, report)
+    adhoc_facts.derive(builder)
     return counts
 
 
@@ -156,7 +176,7 @@ def _load_file(source, target, options):
         except OSError as error:
             raise CatalogueError(f"{source}: cannot be read: {error.strerror}") from None
         if not options.force and provenance.same_export(origin, facts.provenance(target)):
-            return Outcome(source.name, False, why=SAME_BYTES)
+            return _unchanged(target, options, source=source.name, why=SAME_BYTES)
         counts = _build_export(source, building, target, origin, options)
         before = _install(building, target, counts, options)
     return Outcome(source.name, True, counts, before)
@@ -189,9 +209,11 @@ def _load_address(url, target, options):
                     f"{shown}: cannot be saved: {install.describe(error, download_path)}"
                 ) from None
             if not download.changed:
-                return Outcome(shown, False, why=download.why, download=download)
+                return _unchanged(
+                    target, options, source=shown, why=download.why, download=download
+                )
             if not options.force and provenance.same_export(download.facts, served):
-                return Outcome(shown, False, why=SAME_BYTES, download=download)
+                return _unchanged(target, options, source=shown, why=SAME_BYTES, download=download)
             try:
                 counts = _build_export(download_path, building, target, download.facts, options)
             except CatalogueError as error:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..store import tables
 from ..store.values import date_key, name_key
-from . import adhoc_answers
+from . import adhoc_facts
 from .build import SCRATCH_TABLES
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
@@ -43,7 +43,7 @@ CHOICES = {}
 # Every resource's part of the import (Resource.upstream), in load order, then that of
 # the /api/adhoc/ answers; each adds the columns it reads to the tables staged.
 DECLARED = [LOADING[name].upstream for name in LOAD_ORDER if LOADING[name].upstream is not None]
-DECLARED.append(adhoc_answers.UPSTREAM)
+DECLARED.append(adhoc_facts.UPSTREAM)
 for _declared in DECLARED:
     for _table, _columns in _declared.tables.items():
         WANTED.setdefault(_table, {}).update(_columns)

@@ -124,3 +124,17 @@ def resolver(style, service_url_field="service_url"):
         return body % values
 
     return resolve
+
+
+_LINE_SEPARATOR = "\u2028".encode()
+_PARAGRAPH_SEPARATOR = "\u2029".encode()
+
+
+def escape_line_separators(body):
+    """``body`` with U+2028 and U+2029 written ``\\u2028`` and ``\\u2029``, as the
+    upstream's framework writes them: JavaScript engines before ES2019 end a line at
+    either, so a JSONP script holding them raw does not run. In JSON they can stand only
+    inside strings, where the escape means the same character."""
+    if _LINE_SEPARATOR not in body and _PARAGRAPH_SEPARATOR not in body:
+        return body  # the usual case: one scan each, no copy
+    return body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")

@@ -23,6 +23,39 @@ _TIME = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 DATE_RANGE = "from 0001-01-01 to 9999-12-31"
 TIMESTAMP_RANGE = "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"
 ID_PATTERN = "[0-9]{1,19}"
+
+
+def _at_most(largest):
+    """A regular expression of the numbers from 1 to ``largest`` written in at most as
+    many decimal digits as ``largest``, leading zeros allowed (``007``)."""
+    digits = str(largest)
+    width = len(digits)
+    # Fewer significant digits than largest (so smaller), after k leading zeros.
+    shorter = ["0" * k + f"[1-9][0-9]{{0,{min(width - 1, width - k) - 1}}}" for k in range(width)]
+    # As many: below largest from its i-th digit on, or largest itself.
+    as_many = [
+        f"{digits[:i]}[{1 if i == 0 else 0}-{int(digit) - 1}][0-9]{{{width - 1 - i}}}"
+        for i, digit in enumerate(digits)
+        if int(digit) > (1 if i == 0 else 0)
+    ]
+    return "(" + "|".join([*shorter, *as_many, digits]) + ")"
+
+
+# Exactly the ids a filter takes (ID_PATTERN, from 1 to MAX_ID): the OpenAPI document's.
+RECORD_ID_PATTERN = _at_most(MAX_ID)
+# Exactly the dates partial_date_error accepts, as regular expressions (the OpenAPI
+# document's): years 0001 to 9999, real months and days, 29 February in leap years.
+_YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
+_MONTH = "(0[1-9]|1[0-2])"
+_MONTH_DAY = (
+    "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
+    "|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    "|02-(0[1-9]|1[0-9]|2[0-8]))"
+)
+# Divisible by 4 but not by 100 (two last digits), or by 400 (two first, then 00).
+_LEAP_YEAR = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+FULL_DATE_PATTERN = f"({_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)"
+PARTIAL_DATE_PATTERN = f"({_YEAR}|{_YEAR}-{_MONTH}|{FULL_DATE_PATTERN})"
 SUPERTYPES = ("production", "music", "graphics")
 # The public site's section of a production's page, by supertype.
 SECTIONS = {"production": "productions", "music": "music", "graphics": "graphics"}

@@ -24,6 +24,7 @@ from ..resources import RESOURCES
 from ..store import facts
 from ..store.fingerprint import schema_version
 from . import access_log, db, error_handlers, negotiation, pipeline
+from .address_style import snapshot_addresses
 from .kept_answers import KeptAnswers
 from .views import adhoc, endpoints, table
 
@@ -95,6 +96,7 @@ def create_app(
     kept.init_app(app)
     negotiation.init_app(app)
     pipeline.init_app(app)
+    app.url_map.converters.update(endpoints.CONVERTERS)
     app.register_blueprint(endpoints.blueprint(table.served(page_sizes)))
     app.register_blueprint(adhoc.bp)
     return app
@@ -150,19 +152,20 @@ def serving_app(database=None, catalogue=None):
     return app
 
 
-def start_serving(app, catalogue=None):
+def start_serving(app, catalogue=None, base_urls=()):
     """What belongs to the whole server process, which ``create_app`` leaves alone: the
     log on standard error (unless logging is configured already); the database built
     from the seed catalogue on the first start, or from ``catalogue``
-    (``build_from_seed``); what start-up allocated kept out of the cyclic collector's
-    full passes, which would otherwise walk it while serving; a shorter interpreter
-    switch interval (``SWITCH_INTERVAL``); large blocks given back to the system when
-    freed (``give_back_large_blocks``); and the finder of listings started, so that
-    the first never-seen listing does not wait for its imports (``listings/finder.py``;
-    one that cannot start is said, and tried again at the first listing)."""
+    (``build_from_seed``, its snapshot written for the server's ``base_urls`` too); what
+    start-up allocated kept out of the cyclic collector's full passes, which would
+    otherwise walk it while serving; a shorter interpreter switch interval
+    (``SWITCH_INTERVAL``); large blocks given back to the system when freed
+    (``give_back_large_blocks``); and the finder of listings started, so that the first
+    never-seen listing does not wait for its imports (``listings/finder.py``; one that
+    cannot start is said, and tried again at the first listing)."""
     FINDER.start()
     access_log.configure(app)
-    build_from_seed(app, catalogue)
+    build_from_seed(app, catalogue, base_urls)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
@@ -172,12 +175,13 @@ def start_serving(app, catalogue=None):
         log.error("%s", error)
 
 
-def build_from_seed(app, catalogue=None):
+def build_from_seed(app, catalogue=None, base_urls=()):
     """Build the database from the seed catalogue (``SEED_DIR``) when it does not exist:
     the first start of a server on the default database (``serving_app`` refuses a
     named one that does not exist first). ``catalogue``, a folder given in place of the
-    seed, is loaded also when the database was loaded from another source. Commands
-    that only read never call it."""
+    seed, is loaded also when the database was loaded from another source. Its snapshot
+    is written for ``SNAPSHOT_URLS`` and the server's own ``base_urls``. Commands that
+    only read never call it."""
     path = db.database_path(app)
     seed = app.config["SEED_DIR"] if catalogue is None else str(catalogue)
     if not seed:
@@ -189,7 +193,8 @@ def build_from_seed(app, catalogue=None):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)
         return
     try:
-        counts, _ = load_catalogue(seed, path, progress.LogLines())
+        addresses = snapshot_addresses(app.config, base_urls)
+        counts, _ = load_catalogue(seed, path, progress.LogLines(), addresses)
     except (CatalogueError, InstallError) as error:
         # One line, and the server starts: it answers 503 until a catalogue is loaded.
         log.error("cannot build the catalogue from the seed catalogue %s: %s", seed, error)

@@ -5,16 +5,20 @@
   400. A format suffix on the path (``/productions.json``, ``/productions/1.api``) means
   what ``format=`` means, and wins over it; every ``url`` then ends with the suffix in
   place of its trailing slash.
-- Without ``format``, an ``Accept`` header that admits JSON gets JSON (indented by N
-  spaces for ``application/json; indent=N``, 1 to 8); one that admits only
-  ``application/javascript`` gets JSONP; any other gets a 406.
+- Without ``format``, a ``GET`` whose ``Accept`` prefers ``text/html`` to JSON, as
+  browsers send it, gets the browsable HTML page of the answer (``browsable.py``), where
+  the answer is one of the API's own (``browsable``) or an error; an ``Accept`` header
+  that admits JSON gets JSON (indented by N spaces for ``application/json; indent=N``,
+  1 to 8); one that admits only ``application/javascript`` gets JSONP; any other gets a
+  406.
 - JSONP is ``<callback>(<the JSON body>);`` (as the upstream writes it) as
   ``application/javascript``, the name from ``callback=`` (default ``callback``): a
-  dotted JavaScript identifier of at most 100 characters, anything else a 400, so that
-  no request makes the service emit script of its choosing. Only 200 answers are
-  wrapped; errors stay JSON.
+  dotted JavaScript identifier of at most 100 characters, anything else a 400 (whatever
+  the format, as the OpenAPI document's pattern says), so that no request makes the
+  service emit script of its choosing. Only 200 answers are wrapped; errors stay JSON.
 - Every response under the prefix, errors and redirects included, carries ``Allow``,
-  ``Content-Type: application/json`` (JSONP answers: ``application/javascript``),
+  ``Content-Type: application/json`` (JSONP answers: ``application/javascript``; HTML
+  pages: ``text/html``),
   ``Vary: Accept`` and CORS headers that let any origin read it; every response carries
   ``X-Content-Type-Options``.
 """
@@ -24,10 +28,12 @@ from functools import cached_property
 from urllib.parse import quote
 
 import orjson
-from flask import Request, Response, request
+from flask import Request, Response, current_app, request
 from flask.json.provider import JSONProvider
 from werkzeug.routing import RequestRedirect
 
+from ..store.snapshot import FILES_PATH as SNAPSHOT_FILES_PATH
+from ..store.templates import escape_line_separators
 from .error_handlers import APIError
 
 API_PREFIX = "/api/v1"
@@ -45,12 +51,14 @@ ALLOW = "GET, HEAD, OPTIONS"
 JSON_TYPE = "application/json"
 JAVASCRIPT_TYPE = "application/javascript"
 JSONP_CONTENT_TYPE = "application/javascript; charset=utf-8"
+HTML_TYPE = "text/html"
+HTML_CONTENT_TYPE = "text/html; charset=utf-8"
+# What OPTIONS says the API renders, in the upstream's order (its renderers' media types).
+RENDERS = (JSON_TYPE, HTML_TYPE, JAVASCRIPT_TYPE)
 DEFAULT_CALLBACK = "callback"
 CALLBACK = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 MAX_CALLBACK = 100
 MAX_INDENT = 8
-_LINE_SEPARATOR = "\u2028".encode()
-_PARAGRAPH_SEPARATOR = "\u2029".encode()
 _LEADING_SPACES = re.compile(rb"^((?:  )+)", re.MULTILINE)
 
 
@@ -80,6 +88,11 @@ class APIRequest(Request):
     callback = None
     #: Spaces of indentation of a JSON answer (None: compact).
     indent = None
+    #: Whether the answer is the browsable HTML page of its JSON, set by ``negotiate``.
+    html = False
+    #: The page of a listing the answer shows (``pagination.Page``), set by
+    #: ``pagination.envelope_json``: the HTML page's paginator reads it.
+    page = None
     #: This answer's ETag while it can still be a 200, set by ``caching``.
     etag = None
 
@@ -146,6 +159,30 @@ def response_format():
     return request.response_format
 
 
+def browsable(view, describe):
+    """Mark ``view`` as answering with one of the API's own answers, which a browser
+    gets as an HTML page; ``describe()`` gives its OPTIONS body (name, description,
+    parameters), which the page shows. ``endpoints`` marks every view OPTIONS describes."""
+    view.describe = describe
+    return view
+
+
+def described(view):
+    """The ``describe`` of a view marked ``browsable``, else None."""
+    return getattr(view, "describe", None)
+
+
+def _may_be_html():
+    """Whether the answer may be an HTML page: a GET (or HEAD) of one of the API's own
+    answers or of a path no view serves (its error); never a redirect."""
+    if request.method not in ("GET", "HEAD"):
+        return False
+    exception = request.routing_exception
+    if exception is not None:
+        return not isinstance(exception, RequestRedirect)
+    return described(current_app.view_functions.get(request.endpoint)) is not None
+
+
 def negotiate():
     if not is_api_request():
         return
@@ -161,14 +198,20 @@ def negotiate():
     request.response_format = requested
     request.path_format = path_format
     fmt = path_format or requested
+    # Checked whether or not the answer is JSONP: one pattern in the document says
+    # what the server takes.
+    callback = _callback()
     if fmt == "jsonp":
-        request.callback = _callback()
+        request.callback = callback
+        return
+    if not fmt and _may_be_html() and _prefers_html():
+        request.html = True
         return
     accepted, parameters = _accepted(JSON_TYPE)
     if accepted:
         request.indent = _indent(parameters)
     elif not fmt and _names_javascript():
-        request.callback = _callback()
+        request.callback = callback
     elif not fmt and not isinstance(request.routing_exception, RequestRedirect):
         raise APIError(406)  # a redirect is not an answer to negotiate
 
@@ -200,17 +243,38 @@ def _names_javascript():
     return JAVASCRIPT_TYPE in header.lower() and _accepted(JAVASCRIPT_TYPE, exact=True)[0]
 
 
+def _prefers_html():
+    """Whether the Accept header prefers ``text/html`` to JSON, as browsers send it
+    (``text/html,...,*/*;q=0.8``): it names ``text/html`` (or ``text/*``), and with a
+    higher quality than the range that admits JSON, or an equal one from a more specific
+    range (``text/html, */*``; as Django REST framework, the upstream, chooses). ``*/*``,
+    no Accept and a tie of equally specific ranges get JSON."""
+    html_quality, html_rank, _ = _best_range(HTML_TYPE)
+    if html_rank < 2 or not html_quality:
+        return False
+    json_quality, json_rank, _ = _best_range(JSON_TYPE)
+    return (html_quality, html_rank) > (json_quality, json_rank)
+
+
 def _accepted(media_type, exact=False):
     """Whether the Accept header admits ``media_type`` (an ``application/...`` type),
     and the parameters of the media range that decided it: the most specific range that
     matches (exact, then ``application/*``, then ``*/*``) has a non-zero quality.
     Parameters other than q (``charset=utf-8``, ``indent=4``) do not matter to that."""
-    header = request.headers.get("Accept", "").strip()
-    if not header:
+    if not request.headers.get("Accept", "").strip():
         return True, {}
-    specificity = (
-        {media_type: 3} if exact else {media_type: 3, "application/*": 2, "*/*": 1, "*": 1}
-    )
+    quality, _, chosen = _best_range(media_type, exact)
+    return quality > 0, chosen
+
+
+def _best_range(media_type, exact=False):
+    """(quality, specificity, parameters) of the most specific range of the Accept
+    header that matches ``media_type``: specificity 3 for the type itself, 2 for its
+    ``type/*``, 1 for ``*/*`` (not counted when ``exact``), 0 when none matches."""
+    header = request.headers.get("Accept", "").strip()
+    specificity = {media_type: 3}
+    if not exact:
+        specificity.update({media_type.split("/")[0] + "/*": 2, "*/*": 1, "*": 1})
     best, quality, chosen = 0, 0.0, {}
     for media_range in header.split(","):
         kind, *parameters = (part.strip() for part in media_range.split(";"))
@@ -227,7 +291,7 @@ def _accepted(media_type, exact=False):
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-    return quality > 0, chosen
+    return quality, best, chosen
 
 
 def indented(body, indent):
@@ -242,20 +306,11 @@ def indented(body, indent):
     return body
 
 
-def escape_line_separators(body):
-    """``body`` with U+2028 and U+2029 written ``\\u2028`` and ``\\u2029``, as the
-    upstream's framework writes them: JavaScript engines before ES2019 end a line at
-    either, so a JSONP script holding them raw does not run. In JSON they can stand only
-    inside strings, where the escape means the same character."""
-    if _LINE_SEPARATOR not in body and _PARAGRAPH_SEPARATOR not in body:
-        return body  # the usual case: one scan each, no copy
-    return body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
-
-
 def represent(response):
     """The answer's body as negotiated: a 200 wrapped for JSONP, or JSON indented; and
-    line separators escaped in every one."""
-    if not is_api_request() or response.mimetype != JSON_TYPE:
+    line separators escaped in every one (the HTML page, which no script reads, shows
+    its JSON as it is)."""
+    if not is_api_request() or request.html or response.mimetype != JSON_TYPE:
         return response
     original = body = response.get_data()
     if request.callback is not None:
@@ -272,7 +327,9 @@ def represent(response):
 
 def representation_key():
     """What, beside the URL, makes one answer's bytes differ from another's: the
-    Accept-negotiated form (JSONP and its callback, or the indentation)."""
+    Accept-negotiated form (the HTML page, JSONP and its callback, or the indentation)."""
+    if request.html:
+        return "html"
     if request.callback is not None:
         return f"jsonp:{request.callback}"
     return f"json:{request.indent or 0}"
@@ -284,17 +341,26 @@ def label(response):
         # Werkzeug's redirects have an HTML body; give them the API's shape.
         response.set_data(orjson.dumps({"detail": f"Moved to {response.location}."}))
         response.headers["Content-Type"] = JSON_TYPE
-    if under_adhoc_prefix():
+    if under_adhoc_prefix() or request.path.startswith(SNAPSHOT_FILES_PATH + "/"):
         response.headers["Allow"] = ALLOW
         return _allow_any_origin(response)
     if not under_api_prefix():
         return response
     response.headers["Allow"] = ALLOW
     if is_api_request():  # the docs page is HTML
-        jsonp = request.callback is not None and response.status_code in (200, 304)
-        response.headers["Content-Type"] = JSONP_CONTENT_TYPE if jsonp else JSON_TYPE
+        response.headers["Content-Type"] = _content_type(response)
     response.vary.add("Accept")
     return _allow_any_origin(response)
+
+
+def _content_type(response):
+    """An API answer's type: its HTML page's (a 304 of one too), JSONP's for a 200 (or
+    its 304) wrapped, else JSON."""
+    if request.html and (response.mimetype == HTML_TYPE or response.status_code == 304):
+        return HTML_CONTENT_TYPE
+    if request.callback is not None and response.status_code in (200, 304):
+        return JSONP_CONTENT_TYPE
+    return JSON_TYPE
 
 
 def _allow_any_origin(response):

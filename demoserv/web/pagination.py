@@ -4,14 +4,19 @@ builds ``next``/``previous``.
 As in Django REST Framework: pages start at 1; an empty ``page`` is page 1 and
 ``page=last`` the last page; a repeated ``page`` takes its last value; anything else
 that is not a page of the listing is ``404 {"detail": "Invalid page."}``; page 1 of an
-empty listing is a valid empty page. Links keep every other query parameter, sorted by
-name (each kept as the client wrote it), and the link to page 1 carries no ``page``
-parameter.
+empty listing is a valid empty page. Links keep every other query parameter and the
+link to page 1 carries no ``page`` parameter; the query is rebuilt as the upstream's
+Django REST framework rebuilds it (``rest_framework.utils.urls``): read as
+``urllib.parse.parse_qs`` reads it (blank values kept, UTF-8, ``+`` a space), sorted by
+name (a repeated name's values in their order) and written by ``urlencode`` with
+``quote_plus`` (``id,title`` as ``id%2Ctitle``, a space as ``+``). The browsable HTML
+page's paginator shows the page numbers Django REST framework's shows (``page_links``),
+linked the same way.
 """
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import orjson
 from flask import request
@@ -63,44 +68,81 @@ def current_page(count, size):
 def envelope_json(page, results):
     """The page as the API answers it, as JSON: count, next, previous, and ``results``
     (a JSON array, already encoded)."""
-    # The query as the client sent it (request.url would re-encode it), made URL-safe.
-    query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
-    url = request.address + (f"?{query}" if query else "")
-    if page.number < page.last:
-        next_url = replace_query_param(url, "page", page.number + 1)
-    else:
-        next_url = None
-    if page.number == 1:
-        previous_url = None
-    elif page.number == 2:
-        previous_url = remove_query_param(url, "page")
-    else:
-        previous_url = replace_query_param(url, "page", page.number - 1)
+    request.page = page
+    url = request_url()
+    next_url = page_url(url, page.number + 1) if page.number < page.last else None
+    previous_url = page_url(url, page.number - 1) if page.number > 1 else None
     head = orjson.dumps({"count": page.count, "next": next_url, "previous": previous_url})
     return head[:-1] + b',"results":' + results + b"}"
 
 
+def request_url(address=None):
+    """``address`` (by default the request's absolute URL, without its query) with the
+    query as the client sent it (request.url would re-encode it), made URL-safe."""
+    query = quote(request.environ.get("QUERY_STRING", "").encode("latin-1"), safe=_QUERY_SAFE)
+    return (address or request.address) + (f"?{query}" if query else "")
+
+
+def page_url(url, number):
+    """``url`` at page ``number``: page 1 without ``page``."""
+    if number == 1:
+        return remove_query_param(url, "page")
+    return replace_query_param(url, "page", number)
+
+
 def replace_query_param(url, key, value):
-    """``url`` with ``key`` set to ``value`` alone, query parameters sorted by name."""
+    """``url`` with ``key`` set to ``value`` alone, its query rebuilt (``_rebuilt``)."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    pieces = [piece for piece in _pieces(query) if piece[0] != key]
-    pieces.append((key, f"{quote(key)}={quote(str(value))}"))
-    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+    values = _parsed(query)
+    values[key] = [str(value)]
+    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
 
 
 def remove_query_param(url, key):
-    """``url`` without ``key``, the other query parameters sorted by name."""
+    """``url`` without ``key``, its query rebuilt (``_rebuilt``)."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    pieces = [piece for piece in _pieces(query) if piece[0] != key]
-    return urlunsplit((scheme, netloc, path, _join(pieces), fragment))
+    values = _parsed(query)
+    values.pop(key, None)
+    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
 
 
-def _pieces(query):
-    """(decoded name, piece as sent) for each parameter: links keep every other
-    parameter exactly as the client wrote it, undecodable bytes included."""
-    return [(unquote_plus(piece.partition("=")[0]), piece) for piece in query.split("&") if piece]
+def _parsed(query):
+    """{name: [value, ...]} as Django REST framework reads a link's query: names and
+    values decoded (``+`` a space; bytes that are not UTF-8 as U+FFFD), blank ones kept."""
+    return parse_qs(query, keep_blank_values=True)
 
 
-def _join(pieces):
-    # A stable sort keeps the order of a repeated parameter's values.
-    return "&".join(piece for _, piece in sorted(pieces, key=lambda item: item[0]))
+def _rebuilt(values):
+    """The query of ``values`` as the upstream writes it: names sorted, every name and
+    value through ``quote_plus`` (``,`` as ``%2C``, a space as ``+``, ``é`` as ``%C3%A9``)."""
+    return urlencode(sorted(values.items()), doseq=True)
+
+
+def page_numbers(current, final):
+    """The page numbers Django REST framework's paginator shows on page ``current`` of
+    ``final``: the first, the last, this page and its neighbours, or two of them beside
+    the first or the last page, and None for a break (an ellipsis); every page for 5
+    pages or fewer."""
+    if final <= 5:
+        return list(range(1, final + 1))
+    included = {1, current - 1, current, current + 1, final}
+    # A break that would leave out one number alone shows that number instead.
+    if current <= 4:
+        included.update((2, 3))
+    if current >= final - 3:
+        included.update((final - 1, final - 2))
+    numbers = [number for number in sorted(included) if 0 < number <= final]
+    if current > 4:
+        numbers.insert(1, None)
+    if current < final - 3:
+        numbers.insert(len(numbers) - 1, None)
+    return numbers
+
+
+def page_links(page, url):
+    """The paginator of ``page`` of the listing at ``url``: (number, its address, whether
+    it is this page) for each of ``page_numbers``, None for a break."""
+    return [
+        None if number is None else (number, page_url(url, number), number == page.number)
+        for number in page_numbers(page.number, page.last)
+    ]

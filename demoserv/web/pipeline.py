@@ -21,6 +21,8 @@ view        the resource's view     a blueprint of ``resources``; an error becom
                                     answer (``errors``) and goes on through the steps below
 after       representation          ``negotiation.represent``: a 200 wrapped for JSONP, or JSON
                                     indented, as negotiated
+after       browsable page          ``browsable.render``: the JSON answer as its HTML page,
+                                    for a browser (as negotiated)
 after       cache headers           ``conditional.label_fresh``: ETag, Cache-Control,
                                     Last-Modified, X-Catalogue-Version (or a 304)
 after       API headers             ``negotiation.label``: Content-Type, Allow, CORS, nosniff
@@ -38,7 +40,7 @@ every step inside the kept answers: it is what they gave the first time.
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from ..byte_cache import ByteCache
-from . import compression, conditional, db, negotiation, request_limits
+from . import browsable, compression, conditional, db, negotiation, request_limits
 from .access_log import AccessLog
 from .admission import Admission
 
@@ -74,7 +76,13 @@ def admission(app, wsgi_app):
 # Each stage's steps in the order a request meets them.
 MIDDLEWARE = (access_log, proxy_headers, kept_answers, admission)
 BEFORE = (request_limits.refuse_unusable, negotiation.negotiate, conditional.answer_conditional)
-AFTER = (negotiation.represent, conditional.label_fresh, negotiation.label, compression.compress)
+AFTER = (
+    negotiation.represent,
+    browsable.render,
+    conditional.label_fresh,
+    negotiation.label,
+    compression.compress,
+)
 TEARDOWN = (db.close_connection,)
 
 

@@ -133,8 +133,9 @@ bp.add_url_rule(
 )
 
 
-def openapi_paths():
-    """The OpenAPI document's part for these paths (web/views/openapi.py)."""
+def openapi_paths(errors, not_modified):
+    """The OpenAPI document's part for these paths (web/views/openapi.py, which gives
+    its ``errors`` function and its 304 answer)."""
     error = {"$ref": "#/components/schemas/Error"}
     month = {
         "name": "month",
@@ -155,13 +156,15 @@ def openapi_paths():
                     "literals (b'...'), as the upstream writes them.",
                     "content": {content_type: {"schema": {"type": "string"}}},
                 },
-                "503": {
-                    "description": "No catalogue can be read.",
+                **errors("503"),
+                "404": {
+                    "description": "The served catalogue file holds no such answer.",
                     "content": {"application/json": {"schema": error}},
                 },
             },
         }
-        paths[f"{ADHOC_PREFIX}/{path}"] = {"get": answer, "options": answer}
+        get = {**answer, "responses": {**answer["responses"], "304": not_modified}}
+        paths[f"{ADHOC_PREFIX}/{path}"] = {"get": get, "options": answer}
     refused = {
         "summary": "Staff only upstream: always refused.",
         "responses": {
@@ -169,6 +172,7 @@ def openapi_paths():
                 "description": "Not permitted.",
                 "content": {"application/json": {"schema": error}},
             },
+            **errors(),
             "404": {
                 "description": "A year that is not a whole number.",
                 "content": {"application/json": {"schema": error}},
@@ -177,7 +181,13 @@ def openapi_paths():
     }
     paths[f"{ADHOC_PREFIX}/meteoriks/candidates/{{year}}/"] = {
         "parameters": [
-            {"name": "year", "in": "path", "required": True, "schema": {"type": "integer"}}
+            {
+                "name": "year",
+                "in": "path",
+                "required": True,
+                "description": "ASCII digits.",
+                "schema": {"type": "integer", "minimum": 0},
+            }
         ],
         "get": refused,
         "options": refused,

@@ -209,9 +209,7 @@ def _parameters():
         openapi.parameter(
             "resource", described["resource"], {"type": "string", "enum": [*names, ""]}
         ),
-        openapi.parameter(
-            "page", described["page"], {"type": "string", "pattern": "^([0-9]+|last)?$"}
-        ),
+        openapi.parameter("page", described["page"], openapi.PAGE_SCHEMA),
         *(item for item in openapi.COMMON_PARAMETERS if item["name"] in described),
     ]
 
@@ -227,12 +225,13 @@ def _operations(spec):
             "load that last changed it, then resource and id. Built at load: see "
             "docs/changes.md.",
             "parameters": _parameters(),
-            "responses": {
-                "200": openapi.json_or_jsonp(
-                    openapi.ref("ChangesPage"), "One page of the changes."
-                ),
-                **openapi.errors("400", "404", "406", "410", "503"),
-            },
+            "responses": openapi.answers(
+                openapi.json_or_jsonp(openapi.ref("ChangesPage"), "One page of the changes."),
+                "404",
+                "406",
+                "410",
+                "503",
+            ),
         },
         "options": openapi.options("the changes feed"),
     }

@@ -9,12 +9,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flask import Blueprint, current_app, request
+from werkzeug.routing import IntegerConverter
 
 from ...api.parameters import RENDERING
 from ...byte_cache import ByteCache
-from ..negotiation import API_PREFIX, JSON_TYPE, PATH_FORMAT, PATH_FORMAT_ARG
+from ..negotiation import API_PREFIX, PATH_FORMAT, PATH_FORMAT_ARG, RENDERS, browsable
 
 EXTENSION = "demoserv.web.views.endpoints"
+
+
+class AsciiIntegerConverter(IntegerConverter):
+    """Werkzeug's ``int``, of ASCII digits only: its ``\\d`` takes any Unicode digit
+    (``٣``), where the upstream's Django routes and the OpenAPI document's integers do not."""
+
+    regex = "[0-9]+"
+
+
+# The app's converters in place of Werkzeug's, for every route (the upstream's too).
+CONVERTERS = {"int": AsciiIntegerConverter}
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,13 @@ class Endpoint:
 
     @property
     def document_path(self):
-        """The path as the OpenAPI document writes it: a variable as ``{id}``."""
-        return re.sub(r"<[^>]*record_id>", "{id}", self.path)
+        """The path as the OpenAPI document writes it: a variable as ``{name}`` (a
+        record's id as ``{id}``)."""
+        return re.sub(
+            r"<(?:[^:>]*:)?(\w+)>",
+            lambda match: "{id}" if match[1] == "record_id" else f"{{{match[1]}}}",
+            self.path,
+        )
 
     @property
     def suffixed(self):
@@ -105,7 +122,7 @@ def options_body(name, description, parameters=RENDERING):
     return {
         "name": name,
         "description": description,
-        "renders": [JSON_TYPE],
+        "renders": list(RENDERS),
         "parses": [],
         "parameters": parameters,
     }
@@ -120,7 +137,7 @@ def _routed(view, describe):
         return view(**kwargs)
 
     answer.provide_automatic_options = False
-    return answer
+    return browsable(answer, describe)  # a browser gets its answers as HTML pages
 
 
 def with_suffix(path):

@@ -230,12 +230,12 @@ class Serving:
             "get": {
                 "summary": f"{resource.title} list: {resource.description}",
                 "parameters": openapi.list_parameters(resource),
-                "responses": {
-                    "200": openapi.json_or_jsonp(
-                        openapi.ref(f"{record}Page"), "One page of the listing."
-                    ),
-                    **openapi.errors("400", "404", "406", "503"),
-                },
+                "responses": openapi.answers(
+                    openapi.json_or_jsonp(openapi.ref(f"{record}Page"), "One page of the listing."),
+                    "404",
+                    "406",
+                    "503",
+                ),
             },
             "options": openapi.options(f"the {resource.title.lower()} list"),
         }
@@ -248,10 +248,9 @@ class Serving:
             "get": {
                 "summary": f"One {title}",
                 "parameters": openapi.COMMON_PARAMETERS,
-                "responses": {
-                    "200": openapi.json_or_jsonp(openapi.ref(detail), f"The {title}."),
-                    **openapi.errors("400", "404", "406", "503"),
-                },
+                "responses": openapi.answers(
+                    openapi.json_or_jsonp(openapi.ref(detail), f"The {title}."), "404", "406", "503"
+                ),
             },
             "options": openapi.options(f"a {title}"),
         }
@@ -265,13 +264,15 @@ class Serving:
             "get": {
                 "summary": sub_listing.description,
                 "parameters": openapi.COMMON_PARAMETERS,
-                "responses": {
-                    "200": openapi.json_or_jsonp(
+                "responses": openapi.answers(
+                    openapi.json_or_jsonp(
                         {"type": "array", "items": openapi.ref(record)},
                         f"Every such {listed.title.lower()} of the {title}.",
                     ),
-                    **openapi.errors("400", "404", "406", "503"),
-                },
+                    "404",
+                    "406",
+                    "503",
+                ),
             },
             "options": openapi.options(f"a {title}'s {name.replace('_', ' ')}"),
         }

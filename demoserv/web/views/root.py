@@ -21,6 +21,7 @@ LINKS = (
     ("openapi", "api.openapi_document", "service-desc", "the OpenAPI document"),
     ("status", "api.status", "status", "what this mirror serves"),
     ("changes", "api.changes", "related", "the changes feed"),
+    ("snapshot", "api.snapshot", "related", "the snapshot: every record in one download"),
 )
 ADHOC_ANCHOR = "adhoc"  # the docs page's list of the /api/adhoc/ paths (docs.html)
 ADHOC_TITLE = "the upstream's /api/adhoc/ paths"
@@ -80,8 +81,9 @@ def _operations(listed):
         return {
             "get": {
                 "summary": "The address of every listing",
-                "responses": {
-                    "200": openapi.json_or_jsonp(
+                "parameters": openapi.RENDERING_PARAMETERS,
+                "responses": openapi.answers(
+                    openapi.json_or_jsonp(
                         {
                             "type": "object",
                             "additionalProperties": False,
@@ -92,8 +94,9 @@ def _operations(listed):
                         },
                         "Listing addresses by resource name.",
                     ),
-                    **openapi.errors("400", "404", "406"),
-                },
+                    "404",
+                    "406",
+                ),
             },
             "options": openapi.options("the API root"),
         }
@@ -118,7 +121,8 @@ def _site_root_operations(spec):
         "get": {
             "summary": "The site root: a redirect to the API root, with an index of "
             "the addresses the service serves (the API root, the docs page, this "
-            "document, the status, the changes feed and each /api/adhoc/ path)",
+            "document, the status, the changes feed, the snapshot and each /api/adhoc/ "
+            "path)",
             "responses": {
                 "302": {
                     "description": "To the API root.",
@@ -126,14 +130,16 @@ def _site_root_operations(spec):
                         "Location": {"schema": {"type": "string"}},
                         "Link": {
                             "description": "The docs page (service-doc), this document "
-                            "(service-desc), the status (status), the changes feed and "
-                            "the /api/adhoc/ paths (related), as on the API root.",
+                            "(service-desc), the status (status), the changes feed, the "
+                            "snapshot and the /api/adhoc/ paths (related), as on the API "
+                            "root.",
                             "schema": {"type": "string"},
                         },
                     },
                     "content": {"application/json": {"schema": index_schema}},
-                }
+                },
+                **openapi.errors(),
             },
         },
-        "options": openapi.methods_only("the site root"),
+        "options": openapi.methods_only("the site root", negotiated=False),
     }

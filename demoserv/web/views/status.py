@@ -163,12 +163,14 @@ def _operations(spec):
             "own date, when it was loaded, its version and record counts, and the "
             "previous catalogue kept for a rollback. Not cached (no ETag).",
             "parameters": openapi.COMMON_PARAMETERS,
-            "responses": {
-                "200": openapi.json_or_jsonp(
+            "responses": openapi.answers(
+                openapi.json_or_jsonp(
                     openapi.ref("Status"), "The served catalogue and the previous one."
                 ),
-                **openapi.errors("400", "404", "406", "503"),
-            },
+                "404",
+                "406",
+                "503",
+            ),
         },
         "options": openapi.options("the mirror's status"),
     }

@@ -1,13 +1,13 @@
 """The API's table of endpoints, in the order the OpenAPI document lists them: the root,
 every resource's list and detail, every sub-listing, status, the changes feed, the
-document and its page, and the site root. The routes (``endpoints.blueprint``), the API
-root's addresses, OPTIONS and the OpenAPI document (``openapi.build``) are all derived
-from it."""
+snapshot and its files, the document and its page, and the site root. The routes
+(``endpoints.blueprint``), the API root's addresses, OPTIONS and the OpenAPI document
+(``openapi.build``) are all derived from it."""
 
 import functools
 
 from ...resources import RESOURCES, with_page_sizes
-from . import changes, openapi, resources, root, status
+from . import changes, openapi, resources, root, snapshot, status
 
 
 def table(declared):
@@ -16,6 +16,7 @@ def table(declared):
         *resources.endpoints(declared),
         status.ENDPOINT,
         changes.ENDPOINT,
+        *snapshot.ENDPOINTS,
         *openapi.ENDPOINTS,
     ]
     api_root, site_root = root.endpoints(endpoints)

@@ -1,0 +1,249 @@
+"""The browsable HTML page of an API answer, for browsers, as the upstream's Django REST
+framework draws one (its ``BrowsableAPIRenderer``): the brand, the breadcrumbs of the
+path, the view's name and description, the format menu (``GET`` and the ``json``,
+``api`` and ``jsonp`` forms), the query parameters as a plain GET form, a listing's
+paginator, then the request and the answer: its status, its ``Allow``, ``Content-Type``
+and ``Vary`` headers and its JSON indented, each address in it a link. The links
+come in DRF's order (brand, breadcrumbs, format menu, paginator), so that a program
+reading the upstream's page by position reads this one alike.
+
+It is made from the JSON answer the view gave, when ``negotiation.negotiate`` chose it
+(``request.html``); like every answer it is kept and compressed, under an ETag of its
+own (``negotiation.representation_key``). It is self-contained: its one style sheet is
+inline, and its Content-Security-Policy allows that sheet alone (by its hash), no
+script, no request to any host and forms sent to this host only. Every value is
+escaped: the JSON text as a whole, before its quoted addresses become links.
+"""
+
+import base64
+import hashlib
+import re
+from collections import namedtuple
+from importlib import resources as package_files
+from itertools import chain, repeat
+from urllib.parse import quote
+
+import orjson
+from flask import current_app, request
+from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup
+from werkzeug.exceptions import HTTPException
+from werkzeug.http import HTTP_STATUS_CODES
+
+from . import pagination
+from .negotiation import (
+    ALLOW,
+    API_PREFIX,
+    DOCS_PATH,
+    HTML_CONTENT_TYPE,
+    JSON_TYPE,
+    described,
+    last_arg,
+)
+from .views import openapi
+
+ENVELOPE = ["count", "next", "previous", "results"]  # a listing's page
+CHUNK = 25  # records indented at once: a piece of a page of 100 productions is 35 KB
+MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
+# The headers shown, as DRF shows them: those of the JSON answer the page renders.
+SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
+# Parameters the form leaves out: the page's own, and those that change its form.
+NOT_IN_FORM = ("page", "format", "callback", "fields")
+# A field of the form: choices, (value, label) pairs, or None for a text input.
+Field = namedtuple("Field", "name value help choices")
+
+_TEMPLATES = Environment(
+    autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined
+)
+SOURCE = package_files.files(__package__).joinpath("browsable.html").read_text()
+TEMPLATE = _TEMPLATES.from_string(SOURCE)
+FORM = _TEMPLATES.from_string(
+    package_files.files(__package__).joinpath("browsable_form.html").read_text()
+)
+_STYLE = re.search(r"<style>(.*?)</style>", SOURCE, re.DOTALL)[1]
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        f"style-src 'sha256-{base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()}'",
+        "img-src data:",  # the empty icon: no request for /favicon.ico
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+# A JSON string that is an address, up to the next quote: the text is escaped already
+# (no "<", no raw "&"), so an escaped quote inside (``\"``) only ends the link early.
+_QUOTED_ADDRESS = re.compile(rb'"(https?://[^"]*)"')
+# Around the address, twice; no rel="nofollow": the page's robots meta says it for all.
+_LINK = (b'"<a href="', b'">', b'</a>"')
+CONTENT = "\x00content\x00"  # where the answer's text goes in the rendered template
+
+
+def render(response):
+    """The JSON answer as its HTML page, when negotiated; redirects and 304s stay."""
+    if not request.html or response.mimetype != JSON_TYPE or 300 <= response.status_code < 400:
+        return response
+    response.set_data(_page(response))
+    response.headers["Content-Type"] = HTML_CONTENT_TYPE
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    return response
+
+
+def _page(response):
+    """The page's bytes: the template's, and the answer's between them."""
+    status = response.status_code
+    view = None if request.routing_exception else current_app.view_functions[request.endpoint]
+    describe = described(view)
+    about = describe() if describe else {"name": HTTP_STATUS_CODES.get(status, "Error")}
+    full_path = pagination.request_url(quote(request.root_path + request.path))
+    page = TEMPLATE.render(
+        name=about["name"],
+        description=about.get("description", ""),
+        brand=quote(request.root_path + DOCS_PATH),
+        breadcrumbs=_breadcrumbs(),
+        path=quote(request.root_path + request.path),
+        full_path=full_path,
+        formats=[
+            (name, pagination.replace_query_param(full_path, "format", name))
+            for name in MENU_FORMATS
+        ],
+        form=_form(about) if describe else "",
+        **_paginator(request.page),
+        method=request.method,
+        status=f"{status} {HTTP_STATUS_CODES.get(status, '')}",
+        headers=SHOWN_HEADERS,
+        content=Markup(CONTENT),
+    )
+    # The answer's text, a page of records, goes in as bytes, joined once with the rest:
+    # nothing of the request follows it in the template, so the last mark is its place.
+    head, _, tail = page.rpartition(CONTENT)
+    pieces = chain.from_iterable(map(_linked, _indented(response.get_data())))
+    return b"".join(chain((head.encode(),), pieces, (tail.encode(),)))
+
+
+def _paginator(listing):
+    """The paginator of a listing's page (none for a listing of one page, as DRF's):
+    its page links, and the previous and the next page."""
+    if listing is None or listing.last == 1:
+        return {"page_links": None, "previous": None, "next": None}
+    url = pagination.request_url()
+    number = listing.number
+    return {
+        "page_links": pagination.page_links(listing, url),
+        "previous": pagination.page_url(url, number - 1) if number > 1 else None,
+        "next": pagination.page_url(url, number + 1) if number < listing.last else None,
+    }
+
+
+def _indented(body):
+    """The JSON text ``body`` indented by 2, as orjson indents it (DRF's page indents by
+    4, which would cost a pass over every line, about what the JSON answer costs whole),
+    in pieces: a listing's or an array's records a few at a time. Each piece stays below
+    the size from which the server's allocator maps and faults in every buffer anew
+    (``factory.MMAP_THRESHOLD``); only the page, joined once, is that large."""
+    answer = orjson.loads(body)
+    if isinstance(answer, list) and answer:
+        return [b"[\n", *_records(answer, b"\n"), b"\n]"]
+    if isinstance(answer, dict) and list(answer) == ENVELOPE and answer["results"]:
+        head = orjson.dumps({**answer, "results": []}, option=orjson.OPT_INDENT_2)
+        # ... "results": []\n} with the records between its brackets, a level deeper
+        pieces = _records(answer["results"], b"\n  ")
+        return [head[: -len(b"]\n}")] + b"\n", *pieces, b"\n  ]\n}"]
+    return [orjson.dumps(answer, option=orjson.OPT_INDENT_2)]
+
+
+def _records(records, newline):
+    """The records of an array at depth 1 (``newline``: a line's start at that depth),
+    ``CHUNK`` of them a piece, separated as orjson separates them."""
+    pieces = []
+    for start in range(0, len(records), CHUNK):
+        chunk = orjson.dumps(records[start : start + CHUNK], option=orjson.OPT_INDENT_2)
+        inner = chunk[2:-2]  # without "[\n" and "\n]": lines at depth 1, "  " first
+        if newline != b"\n":
+            inner = newline[1:] + inner.replace(b"\n", newline)
+        pieces.append(inner if not pieces else b",\n" + inner)
+    return pieces
+
+
+def _linked(piece):
+    """The pieces of a piece of the JSON text escaped for the text of an element (``&``,
+    ``<`` and ``>``), each quoted address in it a link to itself (as DRF's
+    ``urlize_quoted_links`` makes them: to its own page, for a browser), with no step of
+    Python's per address: the text is a page of records."""
+    piece = piece.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+    parts = _QUOTED_ADDRESS.split(piece)  # text, address, text, ..., text
+    urls = parts[1::2]
+    start, middle, end = (repeat(each) for each in _LINK)
+    linked = chain.from_iterable(zip(parts[0::2], start, urls, middle, urls, end))
+    return chain(linked, (parts[-1],))
+
+
+def _breadcrumbs():
+    """(name, path) of the request's path and of each path above it that an API view
+    answers, from the API root down, as DRF finds them (its ``get_breadcrumbs``)."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    crumbs = []
+    path = request.path
+    while path.startswith(API_PREFIX + "/"):
+        try:
+            endpoint, _ = adapter.match(path, method="GET")
+        except HTTPException:
+            endpoint = None
+        describe = described(current_app.view_functions.get(endpoint))
+        if describe is not None:
+            crumbs.append((describe()["name"], quote(request.root_path + path)))
+        path = path[: path.rstrip("/").rfind("/") + 1]
+    return crumbs[::-1]
+
+
+def _form(about):
+    """The form of the query parameters that the OpenAPI document gives this GET but the
+    page's and the format's (empty without any), each with the request's value. A
+    request that gives none of them (a page of a listing) gets the form every such
+    request gets: made once an app, and kept beside the document it is made of."""
+    name = request.endpoint.partition(".")[2]
+    path = quote(request.root_path + request.path)
+    names, untouched = openapi.kept_with_document(
+        ("browsable form", name, path), lambda: _untouched_form(name, about, path)
+    )
+    args = request.args
+    given = {each: last_arg(each) for each in names if each in args}
+    if not any(given.values()):
+        return untouched
+    return _made_form(_form_parameters(name), about, path, given)
+
+
+def _form_parameters(name):
+    return [each for each in openapi.query_parameters(name) if each["name"] not in NOT_IN_FORM]
+
+
+def _untouched_form(name, about, path):
+    """(the form's parameters' names, the form with none of them given)."""
+    parameters = _form_parameters(name)
+    form = _made_form(parameters, about, path, {}) if parameters else Markup()
+    return tuple(each["name"] for each in parameters), form
+
+
+def _made_form(parameters, about, path, given):
+    """The form of ``parameters`` with the values ``given`` ({name: value}), a choice of
+    values where a parameter has few (``about``, the OPTIONS body, names the ordering
+    keys)."""
+    fields = []
+    for parameter in parameters:
+        name, schema = parameter["name"], parameter["schema"]
+        value = given.get(name) or ""
+        choices = None
+        if name == "ordering":
+            # Never empty: an empty ordering is a 400, an empty filter no filter.
+            value = value or schema["default"]
+            choices = [
+                (sign + key, f"{key} - {'descending' if sign else 'ascending'}")
+                for key in about["ordering"]
+                for sign in ("", "-")
+            ]
+            if value not in (choice for choice, _ in choices):
+                choices.insert(0, (value, value))
+        elif "enum" in schema:
+            choices = [(choice, choice or "(any)") for choice in sorted(schema["enum"], key=bool)]
+        fields.append(Field(name, value, parameter["description"], choices))
+    return Markup(FORM.render(fields=fields, path=path, filtered=any(given.values())))
