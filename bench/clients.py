@@ -808,7 +808,10 @@ def floor(args, kind, env, info, answers, common):
     env = dict(env, DEMOSERV_FLOOR_ANSWERS=str(path.resolve()))
     server = start_server(kind, env, args.threads, app="floor_app:app")
     try:
-        return single_reader(server.url, info, **dict(common, never_seen=NeverSeen(info, seed=3)))
+        paced = {"think": FRONTED_THINK} if "-nginx" in kind else {}  # as demoserv's reader
+        return single_reader(
+            server.url, info, **dict(common, never_seen=NeverSeen(info, seed=3)), **paced
+        )
     finally:
         server.stop()
 

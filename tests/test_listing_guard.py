@@ -4,6 +4,7 @@ request at a time is never turned away, whether the server runs one request at a
 or many; the finder is a process of its own, under SCHED_IDLE, started again when it
 stops."""
 
+import logging
 import os
 import queue
 import threading
@@ -178,9 +179,11 @@ def test_a_request_whose_listing_cannot_start_in_time_is_turned_away(workers, mo
     assert gate.calls == 1  # the request turned away never reached the finder
 
 
-def test_while_the_guard_is_full_new_listings_are_refused_before_flask(app, monkeypatch):
+def test_while_the_guard_is_full_new_listings_are_refused_before_flask(app, monkeypatch, caplog):
     """Each refusal but the first of a form (its headers but the address) is the first's
-    bytes, answered without Flask; what a refusal cannot answer is Flask's, as ever."""
+    bytes, answered without Flask and counted in the log, not logged alone; what a
+    refusal cannot answer is Flask's, as ever."""
+    caplog.set_level(logging.INFO, logger="demoserv.access")
     guard = app.extensions[listing_guard.EXTENSION]
     client = app.test_client()
     assert client.get(FOUND_BEFORE).status_code == 200
@@ -195,6 +198,8 @@ def test_while_the_guard_is_full_new_listings_are_refused_before_flask(app, monk
     first, second = client.get(NEW_LISTING), client.get(OTHER_NEW_LISTING)
     assert first.status_code == second.status_code == 503 and len(asked) == 1
     assert first.data == second.data and first.headers == second.headers
+    logged = [r.access["query"] for r in caplog.records if hasattr(r, "access")]
+    assert logged[-1] == NEW_LISTING.partition("?")[2]  # the second has no line of its own
     assert second.headers["Retry-After"] == "1" and second.headers["Vary"] == "Accept"
     indented = {"Accept": "application/json; indent=2"}  # another form: Flask's own
     assert client.get(THIRD_NEW_LISTING, headers=indented).data.startswith(b'{\n  "detail"')

@@ -18,7 +18,7 @@ from werkzeug.exceptions import HTTPException
 from ..api.error import APIError
 from ..byte_cache import ByteCache
 from ..listings import guard, kept
-from . import db, kept_answers
+from . import access_log, db, kept_answers
 from .error_handlers import ANSWERED_ERROR
 from .negotiation import PATH_FORMAT_ARG
 from .request_limits import MAX_PATH, MAX_QUERY
@@ -46,6 +46,7 @@ class Admission:
         refusal = self.refusals.find(form)
         if refusal is not None:
             status, headers, body = refusal
+            environ[access_log.TALLIED] = True
             start_response(status, list(headers))
             return [body]
         return self._refused(form, environ, start_response)
@@ -70,7 +71,7 @@ class Admission:
         if any(name in args for name in ASKING):
             return None
         try:
-            catalogue = db.get_database(self.app).current()
+            catalogue = environ.get(kept_answers.CATALOGUE) or db.get_database(self.app).current()
             if not check(args, catalogue, self.app.extensions[kept.EXTENSION]):
                 return None
         except APIError:  # a bad parameter, no catalogue: Flask's answer
