@@ -364,6 +364,10 @@ class NeverSeen:
         return path if page is None else f"{path}&page={page}"
 
 
+# The attackers' own address (loopback's): a limit per client address in front, such as
+# nginx's limit_req, tells them from the readers, as it would on the Internet.
+ATTACKER_ADDRESS = "127.0.0.2"
+
 # What the attackers of a ``search`` attack ask for: only new searches and tags.
 SEARCH_ATTACK = ("search", "search", "search_words", "tag")
 
@@ -397,20 +401,31 @@ def attack_request(never_seen, rng, kinds=None):
         path = never_seen.path(kind, page)
     except LookupError:  # a filter of few values used up (503s come fast): a new title
         path = never_seen.path("random_title", page)
-    # 503 (with Retry-After) is the service's answer when new listings queue up.
-    return "GET", path, {}, (200, 404, 503)
+    # 503 (with Retry-After) is the service's answer when new listings queue up; 429
+    # nginx's, in front, past its limit per client address.
+    return "GET", path, {}, (200, 404, 429, 503)
 
 
 def timed_clients(
-    base, next_request, clients, seconds=None, think=0.0, statuses=None, going=None, by_path=None
+    base,
+    next_request,
+    clients,
+    seconds=None,
+    think=0.0,
+    statuses=None,
+    going=None,
+    by_path=None,
+    source=None,
 ):
     """Run ``clients`` keep-alive clients for ``seconds``; each sends
     ``next_request(rng)`` (method, path, headers, expected status or statuses), then
     waits ``think`` seconds. Returns (threads, latencies, unexpected, connection errors)
     like ``run_clients``; the lists fill as the threads finish. ``statuses``, a Counter,
     counts every answer's status. ``going``, instead of ``seconds``, is asked before
-    every request whether to go on. ``by_path``, a dict, gets each path's latencies."""
+    every request whether to go on. ``by_path``, a dict, gets each path's latencies.
+    ``source``: the clients' own address (the system's choice by default)."""
     host, port = base.removeprefix("http://").split(":")
+    options = {"timeout": 60, "source_address": (source, 0) if source else None}
     if going is None:
         deadline = time.monotonic() + seconds
 
@@ -422,7 +437,7 @@ def timed_clients(
 
     def client(index):
         rng = random.Random(1000 + index)
-        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection = http.client.HTTPConnection(host, int(port), **options)
         mine = []
         while going():
             method, path, headers, expected = next_request(rng)
@@ -435,7 +450,7 @@ def timed_clients(
                 with lock:
                     connection_errors[type(error).__name__] += 1
                 connection.close()
-                connection = http.client.HTTPConnection(host, int(port), timeout=60)
+                connection = http.client.HTTPConnection(host, int(port), **options)
                 continue
             mine.append((path, time.perf_counter() - started))
             expected = expected if isinstance(expected, tuple) else (expected,)
@@ -485,7 +500,12 @@ def _attackers(base, info, attackers, kinds, seen, seed, started, stop, results)
 
     statuses = Counter()
     run = timed_clients(
-        base, attack_one, attackers, statuses=statuses, going=lambda: not stop.is_set()
+        base,
+        attack_one,
+        attackers,
+        statuses=statuses,
+        going=lambda: not stop.is_set(),
+        source=ATTACKER_ADDRESS,
     )
     started.set()
     for thread in run[0]:
@@ -626,12 +646,20 @@ SINGLE_READER_PATHS = ("/api/v1/platforms/", "/api/v1/productions/")
 
 
 def single_reader(
-    base, info, attackers=8, seconds=30.0, idle_seconds=20.0, never_seen=None, kinds=None
+    base,
+    info,
+    attackers=8,
+    seconds=30.0,
+    idle_seconds=20.0,
+    never_seen=None,
+    kinds=None,
+    think=0.0,
 ):
-    """One keep-alive client, without pauses, asking for the platforms page and the
-    first page of productions in turn: alone, then beside ``attackers`` clients sending
-    only never-seen listings (of ``kinds`` of filter, if given). Each path's latency in
-    each phase, and the p99 ratios."""
+    """One keep-alive client, without pauses (or ``think`` seconds between two
+    requests), asking for the platforms page and the first page of productions in turn:
+    alone, then beside ``attackers`` clients sending only never-seen listings (of
+    ``kinds`` of filter, if given). Each path's latency in each phase, and the p99
+    ratios."""
     never_seen = never_seen or NeverSeen(info, seed=2)
     turn = iter(())
 
@@ -647,7 +675,7 @@ def single_reader(
     for phase, length, attacking in (("idle", idle_seconds, 0), ("attack", seconds, attackers)):
         with Attack(base, info, attacking, never_seen, kinds) as attackers_run:
             by_path, started = {}, time.monotonic()
-            run = timed_clients(base, read, 1, length, by_path=by_path)
+            run = timed_clients(base, read, 1, length, think, by_path=by_path)
             for thread in run[0]:
                 thread.join()
             elapsed = time.monotonic() - started
@@ -657,6 +685,7 @@ def single_reader(
         if attacking:
             results["attackers_latency"] = attackers_run.latency
             results["attackers_turned_away"] = attackers_run.statuses[503]
+            results["attackers_statuses"] = dict(attackers_run.statuses)
     results["p99_ratio"] = {
         path: round(results["attack"][path]["p99_ms"] / results["idle"][path]["p99_ms"], 2)
         for path in SINGLE_READER_PATHS
@@ -725,13 +754,37 @@ def attack_table(results):
     )
 
 
-# The readers' p99 under attack over their idle p99 that each server must keep within
-# (the single reader's; the 8 readers' within 3x under every server). None where the
-# server's few threads or workers are held by the attackers (docs/never-seen-listings.md).
+# The single reader's p99 under attack over its idle p99 that each server must keep
+# within (the 8 readers' within 3x under every server). None where no target is set: a
+# bare sync worker, whose one thread a listing being found holds, and nginx without its
+# cache (docs/never-seen-listings.md).
 SINGLE_READER_TARGETS = {
     "demoserv-serve": 3,
     "waitress": 3,
+    "waitress-defaults": 10,
+    "gunicorn-sync-nginx": 10,
 }
+# The never-seen listing a server is asked for first after its start, and its target.
+FIRST_LISTING = "/api/v1/productions/?platform=97&page=2"
+FIRST_LISTING_TARGET_MS = 100
+# Seconds between a reader's requests behind nginx: within the site's limit per client
+# address (20 a second), which a reader without pauses would pass.
+FRONTED_THINK = 0.06
+
+
+def first_listing(base):
+    """(status, milliseconds) of ``FIRST_LISTING``, asked once the server answers."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection.request("GET", "/api/v1/")  # a page that finds no listing: the app is up
+    connection.getresponse().read()
+    started = time.perf_counter()
+    connection.request("GET", FIRST_LISTING)
+    response = connection.getresponse()
+    response.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    connection.close()
+    return response.status, round(elapsed, 1)
 
 
 def floor_answers(base):
@@ -747,15 +800,18 @@ def floor_answers(base):
     return answers
 
 
-def floor(args, env, info, answers, common):
-    """``single_reader`` against ``floor_app.py`` served by ``args.server``."""
+def floor(args, kind, env, info, answers, common):
+    """``single_reader`` against ``floor_app.py`` served by the server ``kind``."""
     path = args.work / "floor-answers.json"
     args.work.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(answers))
     env = dict(env, DEMOSERV_FLOOR_ANSWERS=str(path.resolve()))
-    server = start_server(args.server, env, args.threads, app="floor_app:app")
+    server = start_server(kind, env, args.threads, app="floor_app:app")
     try:
-        return single_reader(server.url, info, **dict(common, never_seen=NeverSeen(info, seed=3)))
+        paced = {"think": FRONTED_THINK} if "-nginx" in kind else {}  # as demoserv's reader
+        return single_reader(
+            server.url, info, **dict(common, never_seen=NeverSeen(info, seed=3)), **paced
+        )
     finally:
         server.stop()
 
@@ -773,22 +829,25 @@ def floor_line(results):
     return "Under attack over demoserv's idle p99: " + "; ".join(parts) + "."
 
 
-def attack_main(args):
-    """``--attack``: serve one catalogue and run ``single_reader`` and ``attack`` on it;
-    exit status 1 when a reader's p99 grows past its target."""
-    if (args.dump is None) == (args.database is None):
-        sys.exit("--attack needs --dump EXPORT or --database FILE")
-    database = args.database or args.work / "attack.sqlite3"
-    env = dict(os.environ, DEMOSERV_DATABASE=str(database.resolve()), DEMOSERV_SEED_DIR="")
-    if args.dump:
-        args.work.mkdir(parents=True, exist_ok=True)
-        print(f"loading {args.dump} ...", flush=True)
-        flask_load(args.dump, env)
-    server = start_server(args.server, env, args.threads)
+def measure_server(args, kind, env, tree, info):
+    """``--attack`` against one server of ``kind`` serving the code of ``tree`` (None:
+    this checkout): its start, first never-seen listing, lone client, single reader (and
+    readers) idle and beside the attackers, memory and floor; ``info`` (catalogue_info)
+    is read from this server when None. Returns (results, info)."""
+    load = os.getloadavg()
+    started = time.perf_counter()
+    server = start_server(kind, env, args.threads, tree=tree)
+    results = {
+        "server": kind,
+        "tree": str(tree or "this checkout"),
+        "load_average": [round(value, 2) for value in load],
+        "start_seconds": round(time.perf_counter() - started, 2),
+    }
     base = server.url
-    results, met = {"server": args.server}, True
     try:
-        info = catalogue_info(base)
+        results["first_listing"] = first_listing(base)
+        # Read from the server itself: nginx in front would hold it to its limit.
+        info = info or catalogue_info(getattr(server, "server", server).url)
         common = {
             "attackers": args.attackers,
             "seconds": args.seconds,
@@ -800,15 +859,18 @@ def attack_main(args):
         rss_before, _ = server_memory_mb(server.pid)
         print(f"one client alone, {LONE_LISTINGS} never-seen listings ...", flush=True)
         results["lone_client"] = lone_client(base, common["never_seen"])
+        fronted = "-nginx" in kind
         for name, who, measure, wanted, more in (
             ("single_reader", "one reader", single_reader, args.single, {}),
             ("readers", f"{args.readers} readers", attack, args.readers, readers),
         ):
             if not wanted:
                 continue
+            if fronted and name == "single_reader":
+                more = {"think": FRONTED_THINK}
             print(
                 f"{who} alone for {args.idle_seconds:.0f} s, then beside {args.attackers} "
-                f"attackers for {args.seconds:.0f} s ({args.server}) ...",
+                f"attackers for {args.seconds:.0f} s ({kind}) ...",
                 flush=True,
             )
             results[name] = measure(base, info, **common, **more)
@@ -817,25 +879,37 @@ def attack_main(args):
         answers = floor_answers(base) if args.floor else None
     finally:
         server.stop()
-    args.work.mkdir(parents=True, exist_ok=True)
     if answers is not None:
-        print(f"the same reader and attack, {args.server} serving floor_app.py ...", flush=True)
-        results["floor"] = floor(args, env, info, answers, common)
-    (args.work / f"attack-results-{args.server}.json").write_text(json.dumps(results, indent=2))
-    print(lone_client_line(results["lone_client"], args.server))
+        print(f"the same reader and attack, {kind} serving floor_app.py ...", flush=True)
+        results["floor"] = floor(args, kind, env, info, answers, common)
+    return results, info
+
+
+def report(results):
+    """Print one server's results; whether its targets are met."""
+    kind = results["server"]
+    print(f"\n## {kind}, {results['tree']} (load average {results['load_average'][0]})\n")
+    status, milliseconds = results["first_listing"]
+    met = status in (200, 404) and milliseconds <= FIRST_LISTING_TARGET_MS
+    print(
+        f"Started in {results['start_seconds']} s; its first never-seen listing "
+        f"({FIRST_LISTING}): {status} in {milliseconds} ms (target within "
+        f"{FIRST_LISTING_TARGET_MS} ms: {'met' if met else 'MISSED'})."
+    )
+    print(lone_client_line(results["lone_client"], kind))
+    met = met and not results["lone_client"]["statuses"].get(503)
     memory = results["memory_mb"]
     print(
-        f"Server memory (RSS, with its workers): {memory['before']:.0f} MB before the "
-        f"attack, {memory['after']:.0f} MB after; peak {memory['peak']:.0f} MB.\n"
+        f"Server memory (RSS, with its workers and finders): {memory['before']:.0f} MB before "
+        f"the attack, {memory['after']:.0f} MB after; peak {memory['peak']:.0f} MB.\n"
     )
-    met = not results["lone_client"]["statuses"].get(503)
     if "floor" in results:
-        print(single_reader_table(results["floor"], f"{args.server}, floor_app.py") + "\n")
+        print(single_reader_table(results["floor"], f"{kind}, floor_app.py") + "\n")
     if "single_reader" in results:
-        print(single_reader_table(results["single_reader"], args.server))
+        print(single_reader_table(results["single_reader"], kind))
         if "floor" in results:
             print(floor_line(results))
-        target = SINGLE_READER_TARGETS.get(args.server)
+        target = SINGLE_READER_TARGETS.get(kind)
         worst = max(results["single_reader"]["p99_ratio"].values())
         if target is not None:
             met = met and worst <= target
@@ -846,6 +920,71 @@ def attack_main(args):
     if "readers" in results:
         print(attack_table(results["readers"]))
         met = met and results["readers"]["p99_ratio"] <= 3
+    return met
+
+
+def summary_table(runs):
+    """Markdown table of every run, one row each: what docs/performance.md quotes."""
+    lines = [
+        "| server | code | load average | first never-seen listing | lone client: "
+        f"{LONE_LISTINGS} never-seen listings | reader's p99 alone → under attack (worse "
+        "path) | attackers: requests, 503, 429, slowest | server RSS before → after, peak |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        lone = run["lone_client"]
+        statuses = ", ".join(f"{count} × {status}" for status, count in lone["statuses"].items())
+        reader = "—"
+        attackers = "—"
+        if "single_reader" in run:
+            single = run["single_reader"]
+            path = max(SINGLE_READER_PATHS, key=lambda p: single["p99_ratio"][p])
+            reader = (
+                f"{single['idle'][path]['p99_ms']} → {single['attack'][path]['p99_ms']} ms "
+                f"= {single['p99_ratio'][path]:.2f}×"
+            )
+            latency = single["attackers_latency"]
+            counted = single.get("attackers_statuses", {})
+            attackers = (
+                f"{latency['requests']:,}, {counted.get('503', counted.get(503, 0)):,}, "
+                f"{counted.get('429', counted.get(429, 0)):,}, {latency['max_ms']:.0f} ms"
+            )
+        memory = run["memory_mb"]
+        status, milliseconds = run["first_listing"]
+        code = "this" if run["tree"] == "this checkout" else Path(run["tree"]).name
+        lines.append(
+            f"| `{run['server']}` | {code} "
+            f"| {run['load_average'][0]} | {milliseconds} ms ({status}) | {statuses} (max "
+            f"{lone['max_ms']:.0f} ms) | {reader} | {attackers} | {memory['before']:.0f} → "
+            f"{memory['after']:.0f} MB, {memory['peak']:.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
+def attack_main(args):
+    """``--attack``: serve one catalogue with each server of ``--server`` (and with the
+    code of ``--before`` too, each right before this code's run) and run
+    ``single_reader`` and ``attack`` on it; exit status 1 when a target of this code
+    is missed."""
+    if (args.dump is None) == (args.database is None):
+        sys.exit("--attack needs --dump EXPORT or --database FILE")
+    database = args.database or args.work / "attack.sqlite3"
+    env = dict(os.environ, DEMOSERV_DATABASE=str(database.resolve()), DEMOSERV_SEED_DIR="")
+    if args.dump:
+        args.work.mkdir(parents=True, exist_ok=True)
+        print(f"loading {args.dump} ...", flush=True)
+        flask_load(args.dump, env)
+    args.work.mkdir(parents=True, exist_ok=True)
+    runs, info, met = [], None, True
+    for kind in args.server:
+        for tree in ([args.before] if args.before else []) + [None]:
+            results, info = measure_server(args, kind, env, tree, info)
+            runs.append(results)
+            name = f"attack-results-{kind}{'-before' if tree else ''}.json"
+            (args.work / name).write_text(json.dumps(results, indent=2))
+            judged = report(results)
+            met = met and (judged or tree is not None)
+    print("\n" + summary_table(runs))
     return 0 if met else 1
 
 
@@ -869,7 +1008,16 @@ def main():
         help="--attack: leave out the single reader without pauses",
     )
     parser.add_argument(
-        "--server", choices=SERVERS, default="demoserv-serve", help="the server to measure"
+        "--server",
+        choices=SERVERS,
+        nargs="+",
+        default=["demoserv-serve"],
+        help="the servers to measure, one after the other (without --attack: the first)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="--attack: a checkout of earlier code, measured right before this code",
     )
     parser.add_argument("--attackers", type=int, default=8)
     parser.add_argument(
@@ -898,7 +1046,7 @@ def main():
     env = dict(os.environ, DEMOSERV_DATABASE=str(database), DEMOSERV_SEED_DIR="")
 
     flask_load(folders[0], env)
-    server = start_server(args.server, env, args.threads)
+    server = start_server(args.server[0], env, args.threads)
     base = server.url
     try:
         mix = request_mix(args.productions, parties)

@@ -6,6 +6,8 @@ bench/clients.py, bench/replicas.py and bench/slow_clients.py share."""
 
 import os
 import resource
+import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -25,15 +27,25 @@ GUNICORN_LISTENING = r"Listening at: (http://127\.0\.0\.1:[0-9]+)"
 FLASK_RUNNING = r"Running on (http://127\.0\.0\.1:[0-9]+)"
 
 
-def start_server(kind, env, threads=None, app=None):
+def start_server(kind, env, threads=None, app=None, tree=None):
     """Serve the catalogue of ``env`` with the server ``kind`` (one of SERVERS) on a
     free loopback port, as README runs it: a started ``launcher.Server``. ``app``, a
     WSGI app of bench/ (``module:name``), is served instead of demoserv, with the same
-    server and settings (``demoserv-serve``: waitress with its settings, README's flags)."""
+    server and settings (``demoserv-serve``: waitress with its settings, README's flags).
+    ``tree``, a checkout of other code (an earlier commit's), is served instead of this
+    one, its own package first on the path. A kind ending in ``-nginx`` is that server
+    behind nginx with the site of deploy/ (``-nginx-nocache``: its cache off)."""
     python = sys.executable
+    if kind.endswith(("-nginx", "-nginx-nocache")):
+        backend, _, rest = kind.partition("-nginx")
+        server = start_server(backend, env, threads, app, tree)
+        return Fronted(server, cache=rest != "-nocache")
+    folder = REPOSITORY if tree is None else Path(tree).resolve()
     gunicorn = [python, "-m", "gunicorn", "--bind=127.0.0.1:0", "--workers=2"]
-    gunicorn.append(f"--chdir={REPOSITORY}")
+    gunicorn.append(f"--chdir={folder}")
     serving, wsgi = launcher.SERVING_APP, "wsgi:app"
+    if tree is not None:
+        env = dict(env, PYTHONPATH=str(folder))
     if app is not None:
         if kind == "flask":
             raise ValueError("flask run serves only demoserv")
@@ -41,19 +53,19 @@ def start_server(kind, env, threads=None, app=None):
         serving, wsgi = [app], app
         kind = "waitress" if kind == "demoserv-serve" else kind
     if kind == "demoserv-serve":
-        return start_demoserv(env, threads)
+        return start_demoserv(env, threads, checkout=tree)
     if kind == "waitress":
-        return launcher.WaitressServe(*WAITRESS_FLAGS, app=serving, env=env).start()
+        return launcher.WaitressServe(*WAITRESS_FLAGS, app=serving, env=env, cwd=tree).start()
     if kind == "waitress-defaults":
-        return launcher.WaitressServe(app=serving, env=env).start()
+        return launcher.WaitressServe(app=serving, env=env, cwd=tree).start()
     if kind == "gunicorn-sync":
-        return start([*gunicorn, wsgi], env, GUNICORN_LISTENING)
+        return start([*gunicorn, wsgi], env, GUNICORN_LISTENING, cwd=tree)
     if kind == "gunicorn-gthread":
         command = [*gunicorn, "--worker-class=gthread", "--threads=4", wsgi]
-        return start(command, env, GUNICORN_LISTENING)
+        return start(command, env, GUNICORN_LISTENING, cwd=tree)
     if kind == "flask":
         command = [python, "-m", "flask", "--app", "demoserv", "run", "--port=0"]
-        return start(command, env, FLASK_RUNNING)
+        return start(command, env, FLASK_RUNNING, cwd=tree)
     raise ValueError(kind)
 
 
@@ -64,13 +76,48 @@ SERVERS = (
     "gunicorn-sync",
     "gunicorn-gthread",
     "flask",
+    "gunicorn-sync-nginx",
+    "gunicorn-sync-nginx-nocache",
 )
 
 
-def start(command, env, pattern):
+class Fronted:
+    """A started server behind nginx with deploy/nginx/demoserv.conf, as
+    tests/deployment.py adapts it (both of its upstream's lines naming the server's
+    port; its limit per client address and, unless ``cache`` is false, its cache on):
+    ``url`` is nginx's, ``pid`` the server's."""
+
+    def __init__(self, server, cache=True):
+        sys.path.insert(0, str(REPOSITORY))  # tests.deployment: deploy/'s files as run here
+        from tests import deployment
+
+        self.server, self.pid = server, server.pid
+        try:
+            port = int(server.url.rpartition(":")[2])
+            folder = REPOSITORY / "bench" / "out" / "nginx-front"
+            shutil.rmtree(folder / "cache", ignore_errors=True)  # no answers of a run before
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                front = probe.getsockname()[1]
+            command = deployment.write_nginx(
+                folder, listen=f"127.0.0.1:{front}", ports=[port, port], cache=cache
+            )
+            self.url = f"http://127.0.0.1:{front}"
+            answering = launcher.answering(f"{self.url}/api/v1/")
+            self.nginx = launcher.Server(command, answering, name="nginx").start()
+        except BaseException:
+            server.stop()
+            raise
+
+    def stop(self):
+        self.nginx.stop()
+        self.server.stop()
+
+
+def start(command, env, pattern, cwd=None):
     """Start a server of another program, which names its address in its log (the first
     group of ``pattern``), and wait until it has: a started ``launcher.Server``."""
-    return launcher.Server(command, launcher.announced(pattern), env=env).start()
+    return launcher.Server(command, launcher.announced(pattern), env=env, cwd=cwd).start()
 
 
 def start_waitress(env, threads):
@@ -122,9 +169,13 @@ def measured_command(command, env):
 
 
 def memory_mb(pid):
-    """(VmRSS, VmHWM) of a process, in MB."""
+    """(VmRSS, VmHWM) of a process, in MB ((None, None) once it has ended)."""
     found = {}
-    with open(f"/proc/{pid}/status") as status:
+    try:
+        status = open(f"/proc/{pid}/status")
+    except OSError:
+        return None, None
+    with status:
         for line in status:
             name, _, value = line.partition(":")
             if name in ("VmRSS", "VmHWM"):
@@ -133,15 +184,19 @@ def memory_mb(pid):
 
 
 def server_memory_mb(pid):
-    """(VmRSS, VmHWM) of a server process and its child processes (gunicorn's
-    workers) together, in MB."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as children:
-            pids = [pid, *map(int, children.read().split())]
-    except OSError:
-        pids = [pid]
+    """(VmRSS, VmHWM) of a server process and all its descendants together (gunicorn's
+    workers, demoserv's finder processes), in MB."""
+    pids, index = [pid], 0
+    while index < len(pids):
+        # Each thread's children: a process started from any thread of its parent.
+        for children in Path(f"/proc/{pids[index]}/task").glob("*/children"):
+            try:
+                pids += map(int, children.read_text().split())
+            except OSError:
+                pass
+        index += 1
     each = [memory_mb(one) for one in pids]
-    return sum(rss for rss, _ in each), sum(peak for _, peak in each)
+    return sum(rss or 0 for rss, _ in each), sum(peak or 0 for _, peak in each)
 
 
 def small_catalogue(work, name):

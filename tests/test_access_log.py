@@ -9,7 +9,7 @@ import sys
 import urllib.request
 
 from demoserv.server import launcher
-from demoserv.web.access_log import JSONLines, TextLines, formatter
+from demoserv.web.access_log import TALLIED, AccessLog, JSONLines, TextLines, formatter
 
 from .installed import BIN, environment, run_installed
 from .terminal import OnATerminal
@@ -162,3 +162,37 @@ def test_a_path_and_user_agent_in_utf_8_are_logged_as_sent(app, caplog):
     (line,) = [r.access for r in caplog.records if r.name == "demoserv.access"]
     assert line["path"] == "/api/v1/café/"
     assert line["user_agent"] == "Lecteur/1 (élan)"
+
+
+def test_refusals_of_a_flood_are_counted_in_a_line_a_second(caplog):
+    """Requests marked TALLIED (admission's refusals while the guard is full) get no line
+    each: the first request a second after the first of them says how many there were,
+    from how many addresses; every other request keeps its own line."""
+    caplog.set_level(logging.INFO, logger="demoserv.access")
+    now = [100.0]
+
+    def inner(environ, start_response):
+        environ[TALLIED] = environ["PATH_INFO"] == "/refused"
+        start_response("503 SERVICE UNAVAILABLE" if environ[TALLIED] else "200 OK", [])
+        return [b"{}"]
+
+    logged = AccessLog(inner, clock=lambda: now[0])
+
+    def get(path, client):
+        body = logged({"PATH_INFO": path, "REMOTE_ADDR": client}, lambda *args: None)
+        b"".join(body)
+        getattr(body, "close", lambda: None)()
+
+    for number in range(5):
+        get("/refused", f"127.0.0.{2 + number % 2}")
+        now[0] += 0.1
+    get("/api/v1/platforms/", "127.0.0.1")
+    assert [r.access["path"] for r in caplog.records] == ["/api/v1/platforms/"]
+    now[0] += 0.6  # a second since the first refusal
+    get("/refused", "127.0.0.4")
+    (tally,) = [r for r in caplog.records if not hasattr(r, "access")]
+    assert tally.tally == {"refused": 6, "clients": 3, "seconds": 1.1}
+    assert json.loads(JSONLines().format(tally))["refused"] == 6
+    assert "6 requests for new listings refused at once" in tally.getMessage()
+    get("/api/v1/platforms/", "127.0.0.1")
+    assert len(caplog.records) == 3  # nothing counted since: no second line

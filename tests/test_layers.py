@@ -152,6 +152,7 @@ SERVING_MODULES = [
     "demoserv.listings.columns",
     "demoserv.listings.kept",
     "demoserv.listings.guard",
+    "demoserv.listings.finder",
     "demoserv.web.kept_answers",
     "demoserv.web.views.adhoc",
     "demoserv.web.views.changes",

@@ -216,3 +216,23 @@ def test_one_combined_key_sorts_as_the_keys_do(app, monkeypatch):
                             assert combined.tolist() == expected.tolist(), (resource.name, value)
                             lexicographic += 1
     assert lexicographic > 100
+
+
+def test_a_keys_rows_in_order_are_its_ranks_inverted(app):
+    """Columns.permutation inverts the rank array: the rows a stable sort of the ranks
+    gives, for every key of every resource; and a listing reads only the arrays it
+    needs, each on its first use."""
+    import numpy as np
+
+    from demoserv.listings import columns as listing_columns
+    from demoserv.web.db import get_database
+
+    with app.app_context(), get_database().current().engine.connect() as connection:
+        for resource in RESOURCES:
+            columns = listing_columns.Columns(connection, resource)
+            assert set(columns.arrays) == {"id"}
+            for key in resource.keys:
+                ranks = columns.arrays[f"rank:{key}"]
+                wanted = np.argsort(ranks, kind="stable")
+                assert columns.permutation(key).tolist() == wanted.tolist(), (resource.name, key)
+            assert all(name.startswith(("id", "rank:")) for name in columns.arrays)

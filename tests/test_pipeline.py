@@ -12,6 +12,7 @@ from flask import g
 import demoserv
 import demoserv.web.factory
 from demoserv import SWITCH_INTERVAL, create_app, serving_app
+from demoserv.listings import guard as listing_guard
 from demoserv.loader.sources import load_catalogue
 from demoserv.web import pipeline
 
@@ -103,10 +104,30 @@ def close_connection(make, caplog):
         assert "db_connection" not in g and "catalogue" not in g
 
 
+def admission(make, caplog):
+    """While the guard holds all it may, a refusal is answered before Flask: the second
+    one of a form is the first's bytes, without the guard being asked again."""
+    app = make()
+    guard = app.extensions[listing_guard.EXTENSION]
+    asked = []
+
+    def refuse(*args):
+        asked.append(args)
+        raise listing_guard.Busy
+
+    guard.admits, guard.run = (lambda: False), refuse
+    client = app.test_client()
+    first = client.get("/api/v1/productions/?released_since=1994-02-03")
+    second = client.get("/api/v1/productions/?released_before=1994-02-03")
+    assert first.status_code == second.status_code == 503 and first.data == second.data
+    assert len(asked) == 1
+
+
 CHECKS = {
     pipeline.access_log: ("MIDDLEWARE", access_log),
     pipeline.proxy_headers: ("MIDDLEWARE", proxy_headers),
     pipeline.kept_answers: ("MIDDLEWARE", kept_answers),
+    pipeline.admission: ("MIDDLEWARE", admission),
     pipeline.request_limits.refuse_unusable: ("BEFORE", refuse_unusable),
     pipeline.negotiation.negotiate: ("BEFORE", negotiate),
     pipeline.conditional.answer_conditional: ("BEFORE", answer_conditional),

@@ -478,6 +478,14 @@ def parse(resource, args, catalogue):
     return Conditions(tuple(items), tuple(key))
 
 
+def from_key(resource, key):
+    """The Conditions of ``resource`` whose ``key`` is ``key`` (its canonical values, as
+    ``parse`` gives them): how a listing asked for in one process is found in another
+    (listings/finder.py)."""
+    by_parameter = {item.parameter: item for item in resource.filters}
+    return Conditions(tuple((by_parameter[parameter], value) for parameter, value in key), key)
+
+
 def time_bounds(what):
     """The four filters on when ``what`` (a resource name) were added and updated."""
     result = []

@@ -122,6 +122,13 @@ def parse(resource, value):
     return Ordering(tuple(terms), keys["id"])
 
 
+def from_key(resource, key):
+    """The Ordering of ``resource`` whose ``cache_key`` is ``key``: how a listing asked
+    for in one process is found in another (listings/finder.py)."""
+    keys = resource.sort_keys
+    return Ordering(tuple((keys[name], descending) for name, descending in key), keys["id"])
+
+
 def rank_order(resource, key_name):
     """The ascending ORDER BY clauses that define ``rank_<key_name>``."""
     keys = resource.sort_keys

@@ -11,24 +11,34 @@ reaches the client). A text line has the same time, then the level, the logger a
 message; an access line the time, client, method, path and query, status, bytes,
 duration and user agent. Text is written ``printable``: what a client sent can neither
 move a terminal's cursor nor split a line; only a traceback follows on lines of its
-own, indented."""
+own, indented.
+
+Requests a flood sends and that are refused at once (``TALLIED`` in their environ: the
+refusals of ``admission.py`` while the listings' guard is full) are counted rather than
+logged one by one: one line at most a second (logger ``demoserv.access``, ``refused``,
+``clients``, ``seconds``) says how many, from how many client addresses, so that
+writing the log neither costs readers more than refusing nor fills a disk."""
 
 import datetime
 import json
 import logging
 import textwrap
+import threading
 import time
 
 from ..loader.progress import printable
 
 log = logging.getLogger("demoserv.access")
+TALLIED = "demoserv.access.tallied"  # in a request's environ: counted, not logged alone
+TALLY_SECONDS = 1.0  # the longest a refusal waits to be counted in a line
 
 
 class AccessLog:
     """WSGI middleware, outermost, so that it sees every answer, refused ones too."""
 
-    def __init__(self, app):
+    def __init__(self, app, clock=time.monotonic):
         self.app = app
+        self.tally = Tally(clock)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -38,7 +48,53 @@ class AccessLog:
             status["code"] = int(line.split(" ", 1)[0])
             return start_response(line, headers, exc_info)
 
-        return _Logged(self.app(environ, record_start), environ, status, started)
+        body = self.app(environ, record_start)
+        if environ.get(TALLIED):
+            self.tally.count(environ.get("REMOTE_ADDR", ""))
+            return body
+        self.tally.flush()
+        return _Logged(body, environ, status, started)
+
+
+class Tally:
+    """Refusals counted by client address, said in one line once ``TALLY_SECONDS`` have
+    passed since the first of them (at the next request, refused or not)."""
+
+    def __init__(self, clock):
+        self._clock = clock
+        self._clients, self._refused, self._since = set(), 0, None
+        self._lock = threading.Lock()
+
+    def count(self, client):
+        with self._lock:
+            if self._since is None:
+                self._since = self._clock()
+            self._refused += 1
+            if len(self._clients) < 1000:  # enough to say "many"
+                self._clients.add(client)
+        self.flush()
+
+    def flush(self):
+        """Log the line if its time has come."""
+        if self._since is None or self._clock() - self._since < TALLY_SECONDS:
+            return
+        with self._lock:
+            if self._since is None:
+                return
+            line = {
+                "refused": self._refused,
+                "clients": len(self._clients),
+                "seconds": round(self._clock() - self._since, 2),
+            }
+            self._clients, self._refused, self._since = set(), 0, None
+        log.info(
+            "%d requests for new listings refused at once while the guard was full, "
+            "from %d client addresses, in %.2f s",
+            line["refused"],
+            line["clients"],
+            line["seconds"],
+            extra={"tally": line},
+        )
 
 
 class _Logged:
@@ -111,6 +167,7 @@ class JSONLines(logging.Formatter):
             line.update(access)
         else:
             line["message"] = record.getMessage()
+            line.update(getattr(record, "tally", ()))
             if record.exc_info:
                 line["traceback"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)

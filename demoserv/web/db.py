@@ -17,16 +17,15 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 from flask import current_app, g
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.pool import QueuePool
 
-from ..listings.kept import Listings
-from ..store import facts, tables
+from ..listings import kept
+from ..store import facts, reading, tables
+from ..store.reading import FileReplaced, read_only_engine
 from ..store.templates import RecordCodec
-from ..store.values import connect_read_only, facts_error
+from ..store.values import facts_error
 from .error_handlers import APIError
 
 log = logging.getLogger(__name__)
@@ -50,7 +49,7 @@ class Catalogue:
     counts: dict
     features: frozenset = frozenset()
     history: str | None = None  # a digest of the history of loads (loader/feed.py)
-    listings: Listings = field(default_factory=Listings)
+    path: Path | None = None  # the path it was opened at, which may since name another
     # (resource, "list" or "detail") -> the codec of those stored records
     codecs: dict = field(default_factory=dict)
 
@@ -58,46 +57,10 @@ class Catalogue:
         """A function from a stored record to its JSON (loader/build.py)."""
         return self.codecs[(resource, kind)].expand
 
-    def listing(self, resource, ordering, conditions, connection):
+    def listing(self, resource, ordering, conditions):
         """The ids of a filtered listing, or of one in an order on several keys, in
         order (listings/kept.py)."""
-        return self.listings.ids(self.file_id, connection, resource, ordering, conditions)
-
-
-def _file_id(stat):
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-
-def _same_file(path):
-    """The file id ``path`` names now; None if it names none."""
-    try:
-        return _file_id(os.stat(path))
-    except OSError:
-        return None
-
-
-class FileReplaced(Exception):
-    """The path named another file than the engine's when a connection was opened."""
-
-
-def read_only_engine(path, file_id=None):
-    """An engine whose connections can only read ``path``; with ``file_id``, only while
-    the path names that file (FileReplaced otherwise)."""
-
-    def connect():
-        connection = connect_read_only(path, check_same_thread=False)
-        if file_id is not None and _same_file(path) != file_id:
-            connection.close()
-            raise FileReplaced(path)
-        return connection
-
-    return create_engine(
-        "sqlite://",
-        creator=connect,
-        poolclass=QueuePool,
-        pool_size=16,  # one connection for each of demoserv-serve's threads
-        json_deserializer=orjson.loads,
-    )
+        return kept.ids(self.path, self.file_id, resource, ordering, conditions)
 
 
 UNAVAILABLE = "The catalogue is not available: "
@@ -133,7 +96,7 @@ class Database:
 
     def _current_file(self):
         try:
-            file_id = _file_id(os.stat(self.path))
+            file_id = reading.file_id(os.stat(self.path))
         except FileNotFoundError:
             self._fail(
                 "missing",
@@ -228,6 +191,7 @@ class Database:
                 counts,
                 info.features,
                 info.history,
+                path=self.path,
                 codecs=codecs,
             ),
         )

@@ -10,6 +10,9 @@ from ..api.error import DETAILS, APIError
 log = logging.getLogger(__name__)
 
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
+# In the WSGI environ of a request answered with an APIError: that error (web/admission.py
+# keeps the listings' guard's refusals).
+ANSWERED_ERROR = "demoserv.answered_error"
 
 
 def json_error(status, detail):
@@ -17,6 +20,7 @@ def json_error(status, detail):
 
 
 def _handle_api_error(error):
+    request.environ[ANSWERED_ERROR] = error
     response, status = json_error(error.status, error.detail)
     response.headers.update(error.headers)
     return response, status

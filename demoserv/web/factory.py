@@ -15,6 +15,7 @@ from flask import Flask
 
 from .. import settings
 from ..listings import guard, kept
+from ..listings.finder import FINDER
 from ..loader import progress
 from ..loader.install import InstallError
 from ..loader.reporting import CatalogueError
@@ -33,9 +34,11 @@ DEFAULTS = settings.DEFAULTS
 
 
 # Seconds a thread may hold the interpreter while others want it (Python's default: 5 ms).
-# A request waits about that long each time it needs the interpreter back from a
-# thread that is finding a new listing; a page takes 1 to 2 ms.
-SWITCH_INTERVAL = 0.001
+# A request waits about that long each time it needs the interpreter back from a thread
+# building a page (a new listing's first page takes a few ms), and a kept page needs it
+# two or three times for a few hundredths of a millisecond each; under a flood of
+# refusals every thread of the server wants it.
+SWITCH_INTERVAL = 0.00025
 
 # Allocations of at least this many bytes are mapped from the system each time and given
 # back when freed (glibc's M_MMAP_THRESHOLD, fixed, so glibc no longer raises it). Finding
@@ -156,13 +159,20 @@ def start_serving(app, catalogue=None, base_urls=()):
     (``build_from_seed``, its snapshot written for the server's ``base_urls`` too); what
     start-up allocated kept out of the cyclic collector's full passes, which would
     otherwise walk it while serving; a shorter interpreter switch interval
-    (``SWITCH_INTERVAL``); and large blocks given back to the system when freed
-    (``give_back_large_blocks``)."""
+    (``SWITCH_INTERVAL``); large blocks given back to the system when freed
+    (``give_back_large_blocks``); and the finder of listings started, so that the first
+    never-seen listing does not wait for its imports (``listings/finder.py``; one that
+    cannot start is said, and tried again at the first listing)."""
+    FINDER.start()
     access_log.configure(app)
     build_from_seed(app, catalogue, base_urls)
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
     give_back_large_blocks()
+    try:
+        FINDER.wait()
+    except RuntimeError as error:
+        log.error("%s", error)
 
 
 def build_from_seed(app, catalogue=None, base_urls=()):

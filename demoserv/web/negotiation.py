@@ -131,9 +131,10 @@ class OrjsonProvider(JSONProvider):
         return self._app.response_class(orjson.dumps(obj), mimetype=JSON_TYPE)
 
 
-def last_arg(name):
-    """A query parameter's last value, as Django's QueryDict.get gives it, or None."""
-    values = request.args.getlist(name)
+def last_arg(name, args=None):
+    """A query parameter's last value (of ``args``, by default the request's), as
+    Django's QueryDict.get gives it, or None."""
+    values = (request.args if args is None else args).getlist(name)
     return values[-1] if values else None
 
 

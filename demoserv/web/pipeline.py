@@ -11,6 +11,9 @@ WSGI        proxy headers           ``ProxyFix`` when ``TRUSTED_PROXIES`` is set
 WSGI        kept answers            ``kept_answers.KeptAnswers``: a repeated request gets
                                     the bytes kept for it, before Flask; an answer that
                                     ``caching`` labels is kept (``ANSWER_CACHE_BYTES``)
+WSGI        admission               ``admission.Admission``: while the listings' guard
+                                    holds all it may, a request for a new listing gets
+                                    its refusal (503) before Flask
 before      refuse unusable         ``request_limits.refuse_unusable``: sizes, bad or untrusted Host
 before      negotiate               ``negotiation.negotiate``: ``format=`` and ``Accept``
 before      conditional answer      ``conditional.answer_conditional``: a 304 before any query
@@ -39,6 +42,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from ..byte_cache import ByteCache
 from . import browsable, compression, conditional, db, negotiation, request_limits
 from .access_log import AccessLog
+from .admission import Admission
 
 
 def proxy_headers(app, wsgi_app):
@@ -65,8 +69,12 @@ def kept_answers(app, wsgi_app):
     return app.kept_answers_class(wsgi_app, cache, db.get_database(app))
 
 
+def admission(app, wsgi_app):
+    return Admission(app, wsgi_app)
+
+
 # Each stage's steps in the order a request meets them.
-MIDDLEWARE = (access_log, proxy_headers, kept_answers)
+MIDDLEWARE = (access_log, proxy_headers, kept_answers, admission)
 BEFORE = (request_limits.refuse_unusable, negotiation.negotiate, conditional.answer_conditional)
 AFTER = (
     negotiation.represent,

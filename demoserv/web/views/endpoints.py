@@ -40,6 +40,9 @@ class Endpoint:
     lists: str | None = None  # the resource it lists: the API root names its address
     kept_bytes: int = 0  # the budget of a ByteCache of its own (``kept``); 0: none
     headers: Callable | None = None  # () -> headers its answers carry, 304s included
+    # (args, catalogue, kept listings) -> whether the request asks for a listing that the
+    # listings' guard must find (a list's: web/admission.py); None: it never does
+    new_listing: Callable | None = None
     prefix: str = API_PREFIX  # "": the site root
 
     @property
@@ -89,6 +92,7 @@ def blueprint(endpoints):
         state.app.extensions[EXTENSION] = Routed(
             endpoints,
             {each.name: ByteCache(each.kept_bytes) for each in endpoints if each.kept_bytes},
+            {f"{bp.name}.{each.name}": each.new_listing for each in endpoints if each.new_listing},
         )
 
     return bp
@@ -96,10 +100,12 @@ def blueprint(endpoints):
 
 @dataclass(frozen=True)
 class Routed:
-    """What an app routes: its table of endpoints and their caches, by name."""
+    """What an app routes: its table of endpoints, their caches by name, and the
+    ``new_listing`` checks of those that have one, by Flask endpoint."""
 
     endpoints: list
     caches: dict
+    new_listings: dict
 
 
 def routed():

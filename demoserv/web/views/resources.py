@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, select
 
 from ...api import filters, ordering
 from ...api.parameters import describe_parameters
+from ...listings import kept
 from ...resources import BY_NAME
 from ...store.values import MAX_ID
 from .. import pagination
@@ -82,11 +83,17 @@ class Serving:
     def _output_names(schema):
         return [field.data_key or name for name, field in schema.fields.items()]
 
+    @staticmethod
+    def by_rank(parsed_ordering, conditions, detail):
+        """Whether the listing is a single key's rank range, read from the file, rather
+        than one found from the listing arrays (kept, or through the guard)."""
+        return not conditions and parsed_ordering.single_key is not None and not detail
+
     def fetch_page(self, connection, catalogue, parsed_ordering, conditions, detail):
         """(page, record JSON documents) of the listing the request asks for."""
         resource = self.resource
         size = resource.page_size
-        if not conditions and parsed_ordering.single_key is not None and not detail:
+        if self.by_rank(parsed_ordering, conditions, detail):
             page = pagination.current_page(catalogue.counts.get(resource.name, 0), size)
             statement = self._rank_statements.get(parsed_ordering.cache_key)
             if statement is None:
@@ -96,7 +103,7 @@ class Serving:
             bounds = parsed_ordering.rank_bounds(page.start, page.stop, page.count)
             expand = catalogue.expander(resource.name)
             return page, [expand(doc) for doc in connection.execute(statement, bounds).scalars()]
-        ids = catalogue.listing(resource, parsed_ordering, conditions, connection)
+        ids = catalogue.listing(resource, parsed_ordering, conditions)
         page = pagination.current_page(len(ids), size)
         return page, self.fetch_docs(connection, ids[page.start : page.stop], detail)
 
@@ -112,12 +119,28 @@ class Serving:
         """Which stored records a detail (or list) answer reads."""
         return "detail" if detail and self.resource.details_table is not None else "list"
 
-    def answer_list(self):
-        parsed_ordering = ordering.parse(self.resource, last_arg("ordering"))
-        catalogue = get_catalogue()
-        conditions = filters.parse(self.resource, request.args, catalogue)
-        only = parse_fields(last_arg("fields"))
+    def asked(self, args, catalogue):
+        """What ``args`` ask of the list in ``catalogue``: (ordering, conditions, the
+        fields asked for, whether they need the detail records)."""
+        parsed_ordering = ordering.parse(self.resource, last_arg("ordering", args))
+        conditions = filters.parse(self.resource, args, catalogue)
+        only = parse_fields(last_arg("fields", args))
         detail = only is not None and not only <= self.list_fields
+        return parsed_ordering, conditions, only, detail
+
+    def new_listing(self, args, catalogue, listings):
+        """Whether ``args`` ask for a listing that the listings' guard must find: not a
+        rank range, and not kept in ``listings`` (the app's cache of them)."""
+        parsed_ordering, conditions, _, detail = self.asked(args, catalogue)
+        if self.by_rank(parsed_ordering, conditions, detail):
+            return False
+        return not kept.is_kept(
+            listings, catalogue.file_id, self.resource, parsed_ordering, conditions
+        )
+
+    def answer_list(self):
+        catalogue = get_catalogue()
+        parsed_ordering, conditions, only, detail = self.asked(request.args, catalogue)
         page, docs = self.fetch_page(
             get_connection(), catalogue, parsed_ordering, conditions, detail
         )
@@ -170,6 +193,7 @@ class Serving:
                 self._list_operations,
                 functools.partial(self.describe, False),
                 lists=name,
+                new_listing=self.new_listing,
             ),
             Endpoint(
                 f"/{name}/{RECORD_ID}/",
