@@ -344,9 +344,6 @@ COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
 )
 
 
-LINKS = owned_rows(tables.party_links, "party_id")
-
-
 RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
 
 
@@ -377,9 +374,12 @@ class PartiesLoading(Loading):
     upstream = UPSTREAM
 
     def complete_detail(self, build, rows):
+        super().complete_detail(build, rows)
+        # Relations, not nested lists: the series, productions and competitions (with
+        # their results) of a party.
         by_id = {}
         for row in rows:
-            row.update(invitations=[], releases=[], competitions=[], external_links=[])
+            row.update(invitations=[], releases=[], competitions=[])
             by_id[row["id"]] = row
         ids = list(by_id)
         series = build.records("party_series", {row["party_series_id"] for row in rows} - {None})
@@ -410,10 +410,6 @@ class PartiesLoading(Loading):
                     "production_type": types.get(row["production_type_id"]),
                     "results": results.get(row["id"], []),
                 }
-            )
-        for row in build.rows(LINKS, ids):
-            by_id[row["party_id"]]["external_links"].append(
-                {"link_class": row["link_class"], "url": row["url"]}
             )
 
 

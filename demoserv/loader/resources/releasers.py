@@ -43,9 +43,6 @@ class ReleaserRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-NICKS = owned_rows(tables.releaser_nicks, "releaser_id")
-
-
 MEMBER_OF = owned_rows(tables.memberships, "member_id", "member_position")
 
 
@@ -55,9 +52,6 @@ MEMBERS = (
     .where(tables.memberships.c.group_id.in_(IDS))
     .order_by(tables.memberships.c.group_id, tables.memberships.c.group_position)
 )
-
-
-LINKS = owned_rows(tables.releaser_links, "releaser_id")
 
 
 class ReleasersLoading(Loading):
@@ -170,21 +164,16 @@ class ReleasersLoading(Loading):
     )
 
     def complete_detail(self, build, rows):
+        super().complete_detail(build, rows)
         by_id = {}
         for row in rows:
-            row.update(nicks=[], member_of=[], members=[], subgroups=[], external_links=[])
+            # Whether a nick is the primary one is the record's, not the stored nick's.
+            for nick in row["nicks"]:
+                nick["is_primary_nick"] = nick["name"] == row["name"]
+            # Relations, not nested lists: a releaser's groups, members and subgroups.
+            row.update(member_of=[], members=[], subgroups=[])
             by_id[row["id"]] = row
         ids = list(by_id)
-        for row in build.rows(NICKS, ids):
-            record = by_id[row["releaser_id"]]
-            record["nicks"].append(
-                {
-                    "name": row["name"],
-                    "abbreviation": row["abbreviation"],
-                    "is_primary_nick": row["name"] == record["name"],
-                    "variants": row["variants"],
-                }
-            )
         member_of = build.rows(MEMBER_OF, ids)
         members = build.rows(MEMBERS, ids)
         names = build.records(
@@ -199,10 +188,6 @@ class ReleasersLoading(Loading):
             field, key = ("subgroups", "subgroup") if row["is_group"] else ("members", "member")
             by_id[row["group_id"]][field].append(
                 {key: names[row["member_id"]], "is_current": row["is_current"]}
-            )
-        for row in build.rows(LINKS, ids):
-            by_id[row["releaser_id"]]["external_links"].append(
-                {"link_class": row["link_class"], "url": row["url"]}
             )
 
 
