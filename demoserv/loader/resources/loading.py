@@ -27,6 +27,13 @@ def owned_rows(table, owner, position="position", columns=None):
     )
 
 
+def side_rows(table, side, *columns):
+    """The pairs of a relation stored in ``table`` (or ``columns`` of them) whose
+    ``side`` (``storage.RelationSide`` or ``Grouping``) is one of ``ids``, in the order
+    that side declares (its ``column``, then its ``position``)."""
+    return owned_rows(table, side.column, side.position, columns)
+
+
 @cache
 def _stored_items(table, owner, nicks):
     """The rows of ``table`` owned by ``ids``, in the order of its key (the owner, then

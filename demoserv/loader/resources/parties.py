@@ -8,7 +8,7 @@ from ...resources.parties import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import Loading, owned_rows
+from .loading import Loading, owned_rows, side_rows
 
 
 class PartyRecord(records.RecordSchema):
@@ -291,52 +291,52 @@ UPSTREAM = storage.Upstream(
 )
 
 
-RELATIONS = (
-    storage.Grouping(
-        "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
-    ),
-    _link(tables.party_releases, "releases", "release_parties"),
-    _link(tables.party_invitations, "invitations", "invitation_parties"),
-    storage.Relation(
-        tables.placings,
-        # A competition whose results are not given: by position, unplaced last.
-        storage.RelationSide(
-            "parties",
-            (("competitions", None),),
-            "competition_id",
-            "result_position",
-            order_key=lambda pair: (
-                pair[2]["position"] is None,
-                pair[2]["position"] or 0,
-                pair[1],
-            ),
-            collect=_collect_results,
-            label="competitions.results",
-        ),
-        # A production's placings not given: by competition id (the upstream fixes none,
-        # and gives them in its rows' order, which an export therefore writes).
-        storage.RelationSide(
-            "productions",
-            (("competition_placings", "competition"),),
-            "production_id",
-            "production_position",
-            order_key=lambda pair: pair[0],
-            collect=_collect_placings,
-            exported=True,
-        ),
-        names=("competition", "production"),
-    ),
+SERIES = storage.Grouping(
+    "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
 )
+RELEASED = _link(tables.party_releases, "releases", "release_parties")
+INVITED = _link(tables.party_invitations, "invitations", "invitation_parties")
+PLACED = storage.Relation(
+    tables.placings,
+    # A competition whose results are not given: by position, unplaced last.
+    storage.RelationSide(
+        "parties",
+        (("competitions", None),),
+        "competition_id",
+        "result_position",
+        order_key=lambda pair: (
+            pair[2]["position"] is None,
+            pair[2]["position"] or 0,
+            pair[1],
+        ),
+        collect=_collect_results,
+        label="competitions.results",
+    ),
+    # A production's placings not given: by competition id (the upstream fixes none,
+    # and gives them in its rows' order, which an export therefore writes).
+    storage.RelationSide(
+        "productions",
+        (("competition_placings", "competition"),),
+        "production_id",
+        "production_position",
+        order_key=lambda pair: pair[0],
+        collect=_collect_placings,
+        exported=True,
+    ),
+    names=("competition", "production"),
+)
+RELATIONS = (SERIES, RELEASED, INVITED, PLACED)
 
 
-def _productions(link):
-    return owned_rows(link, "party_id", "party_position", (link.c.party_id, link.c.production_id))
+def _productions(relation):
+    link = relation.table
+    return side_rows(link, relation.left, link.c.party_id, link.c.production_id)
 
 
-INVITATIONS = _productions(tables.party_invitations)
+INVITATIONS = _productions(INVITED)
 
 
-RELEASES = _productions(tables.party_releases)
+RELEASES = _productions(RELEASED)
 
 
 COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
@@ -344,7 +344,7 @@ COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
 )
 
 
-RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
+RESULTS = side_rows(tables.placings, PLACED.left)
 
 
 def competition_results(build, competition_ids):

@@ -3,14 +3,14 @@
 import, and their list and detail records' assembly."""
 
 from marshmallow import fields, validate
-from sqlalchemy import select
 
 from ...resources.productions import resource
 from ...store import tables
 from ...store.values import SUPERTYPES, sortable_title
 from .. import records
 from . import storage
-from .loading import IDS, Loading, owned_rows
+from .loading import Loading, side_rows
+from .parties import INVITED, PLACED, RELEASED
 
 
 class CreditRecord(records.RecordSchema):
@@ -71,32 +71,28 @@ class ProductionRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-def _linked(link, owner, target, position):
-    return owned_rows(link, owner, position, (link.c[owner], link.c[target]))
+def _parties(relation):
+    link = relation.table
+    return side_rows(link, relation.right, link.c.production_id, link.c.party_id)
 
 
-RELEASE_PARTIES = _linked(tables.party_releases, "production_id", "party_id", "production_position")
+RELEASE_PARTIES = _parties(RELEASED)
 
 
-INVITATION_PARTIES = _linked(
-    tables.party_invitations, "production_id", "party_id", "production_position"
-)
+INVITATION_PARTIES = _parties(INVITED)
 
 
-PLACINGS = (
-    select(
-        tables.placings.c.production_id,
-        tables.placings.c.position,
-        tables.placings.c.ranking,
-        tables.placings.c.score,
-        tables.competitions.c.id,
-        tables.competitions.c.name,
-        tables.competitions.c.party_id,
-    )
-    .join(tables.competitions, tables.competitions.c.id == tables.placings.c.competition_id)
-    .where(tables.placings.c.production_id.in_(IDS))
-    .order_by(tables.placings.c.production_id, tables.placings.c.production_position)
-)
+PLACINGS = side_rows(
+    tables.placings,
+    PLACED.right,
+    tables.placings.c.production_id,
+    tables.placings.c.position,
+    tables.placings.c.ranking,
+    tables.placings.c.score,
+    tables.competitions.c.id,
+    tables.competitions.c.name,
+    tables.competitions.c.party_id,
+).join(tables.competitions, tables.competitions.c.id == tables.placings.c.competition_id)
 
 
 def _production_nicks(role, source):

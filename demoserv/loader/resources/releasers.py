@@ -3,13 +3,12 @@ memberships they store, their part of the upstream import, and their detail reco
 assembly."""
 
 from marshmallow import fields
-from sqlalchemy import select
 
 from ...resources.releasers import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import IDS, Loading, owned_rows
+from .loading import Loading, side_rows
 
 
 class ReleaserNickRecord(records.RecordSchema):
@@ -43,15 +42,25 @@ class ReleaserRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-MEMBER_OF = owned_rows(tables.memberships, "member_id", "member_position")
-
-
-MEMBERS = (
-    select(tables.memberships, tables.releasers.c.is_group)
-    .join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
-    .where(tables.memberships.c.group_id.in_(IDS))
-    .order_by(tables.memberships.c.group_id, tables.memberships.c.group_position)
+MEMBERSHIPS = storage.Relation(
+    tables.memberships,
+    storage.RelationSide("releasers", (("member_of", "group"),), "member_id", "member_position"),
+    storage.RelationSide(
+        "releasers",
+        (("members", "member"), ("subgroups", "subgroup")),
+        "group_id",
+        "group_position",
+    ),
+    names=("member", "group"),
 )
+
+
+MEMBER_OF = side_rows(tables.memberships, MEMBERSHIPS.left)
+
+
+MEMBERS = side_rows(
+    tables.memberships, MEMBERSHIPS.right, tables.memberships, tables.releasers.c.is_group
+).join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
 
 
 class ReleasersLoading(Loading):
@@ -147,21 +156,7 @@ class ReleasersLoading(Loading):
             storage.Links(tables.releaser_links, "demoscene_releaserexternallink", "releaser_id"),
         ),
     )
-    relations = (
-        storage.Relation(
-            tables.memberships,
-            storage.RelationSide(
-                "releasers", (("member_of", "group"),), "member_id", "member_position"
-            ),
-            storage.RelationSide(
-                "releasers",
-                (("members", "member"), ("subgroups", "subgroup")),
-                "group_id",
-                "group_position",
-            ),
-            names=("member", "group"),
-        ),
-    )
+    relations = (MEMBERSHIPS,)
 
     def complete_detail(self, build, rows):
         super().complete_detail(build, rows)
