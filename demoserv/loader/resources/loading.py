@@ -123,7 +123,7 @@ def read_lists(build, lists, rows):
             read += [(numbers[0], row) for row in found]
             continue
         constants = [(number, lists[number].constant.items()) for number in numbers]
-        for row in found:
+        for row in found:  # a row of a list not read here (the detail's) matches none
             for number, constant in constants:
                 if all(row[column] == value for column, value in constant):
                     read.append((number, row))
