@@ -149,18 +149,24 @@ def _dated(column):
     return f"partial_date({column}_date, {column}_precision)"
 
 
-def _in_title_and_name_order(link, source):
-    """A party's releases or invitations from the export: a party's by the productions'
-    sortable titles, a production's by the parties' names."""
+RELEASED = _link(tables.party_releases, "releases", "release_parties")
+INVITED = _link(tables.party_invitations, "invitations", "invitation_parties")
+
+
+def _in_title_and_name_order(relation, source):
+    """A party's releases or invitations from the export, in the orders the relation's
+    sides derive (a party's by the productions' sortable titles, a production's by the
+    parties' names), ties in the dump's order."""
+    parties, productions = relation.sides
     return storage.Fill(
-        link,
+        relation.table,
         {
             "party_id": "l.party_id",
             "production_id": "l.production_id",
             "party_position": "row_number() OVER (PARTITION BY l.party_id "
-            "ORDER BY p.sortable_title, l.line)",
+            f"ORDER BY p.{parties.order_column.name}, l.line)",
             "production_position": "row_number() OVER (PARTITION BY l.production_id "
-            "ORDER BY y.name, l.line)",
+            f"ORDER BY y.{productions.order_column.name}, l.line)",
         },
         f"FROM stage.{source} l "
         "JOIN stage.productions_production p ON p.id = l.production_id "
@@ -270,8 +276,8 @@ UPSTREAM = storage.Upstream(
             },
             "FROM stage.parties_competition",
         ),
-        _in_title_and_name_order(tables.party_releases, "parties_party_releases"),
-        _in_title_and_name_order(tables.party_invitations, "parties_party_invitations"),
+        _in_title_and_name_order(RELEASED, "parties_party_releases"),
+        _in_title_and_name_order(INVITED, "parties_party_invitations"),
         storage.Fill(
             tables.placings,
             {
@@ -294,8 +300,6 @@ UPSTREAM = storage.Upstream(
 SERIES = storage.Grouping(
     "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
 )
-RELEASED = _link(tables.party_releases, "releases", "release_parties")
-INVITED = _link(tables.party_invitations, "invitations", "invitation_parties")
 PLACED = storage.Relation(
     tables.placings,
     # A competition whose results are not given: by position, unplaced last.
