@@ -26,7 +26,7 @@ from demoserv.loader.sources import load_catalogue
 from demoserv.server import launcher
 
 SEED = Path(__file__).resolve().parent.parent / "seed"
-EXAMPLES = int(os.environ.get("DEMOSERV_FUZZ_EXAMPLES", "7"))
+EXAMPLES = int(os.environ.get("DEMOSERV_FUZZ_EXAMPLES", "4"))
 LONG_EXAMPLES = 15  # per operation in the long run's random phase: over 5,000 cases in all
 # What a valid request may get besides a 2xx, each documented: 304 (not asked here), a
 # page past the last or an unknown record (404), the upstream's staff-only path (403),

@@ -171,12 +171,14 @@ BUILDING = [
 ]
 
 
-# Run in a fresh interpreter: the libraries both layers use are imported once, then each
-# module is imported in a forked child of its own, which prints what it left behind.
+# Run in a fresh interpreter: the libraries the checked modules use and the check does not
+# look for are imported once, then each module is imported in a forked child of its own,
+# which prints what it left behind.
 PROBE = """
 import json, os, sys
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # no BLAS threads to lose in a fork
-import marshmallow, numpy, orjson, sqlalchemy
+for library in json.loads(sys.argv[2]):
+    __import__(library)
 checks = json.loads(sys.argv[1])
 for module, prefixes in checks:
     pid = os.fork()
@@ -187,16 +189,16 @@ for module, prefixes in checks:
         os._exit(0)
     assert os.waitpid(pid, 0)[1] == 0, module
 """
-CHECKS = [(module, ["flask", "werkzeug"]) for module in LOAD_ENTRY_POINTS] + [
-    (module, BUILDING) for module in SERVING_MODULES
-]
+BOTH_USE = ["marshmallow", "numpy", "orjson", "sqlalchemy"]
 
 
-def probe(checks):
+def probe(checks, preload=BOTH_USE):
     """{module: the modules of its prefixes that importing it leaves in ``sys.modules``}
-    for each (module, prefixes) of ``checks``, each module imported in a fresh process."""
+    for each (module, prefixes) of ``checks``, each module imported in a process of its
+    own forked from one that imported the libraries ``preload`` (none of the prefixes)."""
+    assert not {name for _, prefixes in checks for name in prefixes} & set(preload)
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(checks)],
+        [sys.executable, "-c", PROBE, json.dumps(checks), json.dumps(preload)],
         capture_output=True,
         text=True,
         check=True,
@@ -208,7 +210,13 @@ def probe(checks):
 
 @pytest.fixture(scope="module")
 def imported_after():
-    return probe(CHECKS)
+    return {
+        **probe([(module, ["flask", "werkzeug"]) for module in LOAD_ENTRY_POINTS]),
+        **probe(
+            [(module, BUILDING) for module in SERVING_MODULES],
+            preload=[*BOTH_USE, "flask", "jinja2"],  # the web side's, none of the loader
+        ),
+    }
 
 
 def test_the_probe_sees_an_import():

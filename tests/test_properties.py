@@ -5,12 +5,15 @@ generated catalogues: for every resource and every ordering,
 - the descending walk is the ascending walk reversed;
 - ``count`` is the same on every page;
 - page k holds exactly records n(k-1)+1 to nk of the full walk, n the resource's page size.
+
+The suite checks 8 catalogues; ``pytest -m fuzz`` (run by .ci/run) 100.
 """
 
 import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,14 +139,7 @@ def walk_ids(client, path):
     return pages
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(catalogue=catalogues())
-def test_paging_properties(catalogue):
+def check_paging(catalogue):
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         (folder / "files").mkdir()
@@ -171,3 +167,17 @@ def test_paging_properties(catalogue):
                         assert [r["id"] for r in page["results"]] == up[
                             size * (number - 1) : size * number
                         ]
+
+
+def paging_test(examples):
+    """``check_paging`` over ``examples`` generated catalogues, the same ones each run."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )(given(catalogue=catalogues())(check_paging))
+
+
+test_paging_properties = paging_test(8)  # in the suite: each catalogue is loaded and walked
+test_paging_properties_long = pytest.mark.fuzz(paging_test(100))  # with -m fuzz, by .ci/run
