@@ -86,6 +86,22 @@ def test_every_resource_and_every_nested_list_is_loaded(loaded_database, catalog
     engine.dispose()
 
 
+def test_every_nested_list_is_shown_and_told_apart_from_those_sharing_its_table():
+    """The build reads each nested list back into the records that show it (the list
+    record's or only the detail's), and lists that share a table by their constants."""
+    for name, loading in LOADING.items():
+        by_table = {}
+        for nested in loading.nested_lists:
+            assert nested.field in loading.resource.detail_schema.fields, (name, nested.field)
+            by_table.setdefault(nested.table, []).append(nested.constant)
+        for table, constants in by_table.items():
+            if len(constants) > 1:
+                assert all(constants) and len(set(map(repr, constants))) == len(constants), (
+                    name,
+                    table.name,
+                )
+
+
 def test_every_resource_is_imported_from_the_upstream_export(tmp_path):
     """The upstream's sample export holds records of every resource: a resource left
     out of the import has none."""

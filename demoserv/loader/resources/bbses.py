@@ -8,7 +8,7 @@ from ...resources.bbses import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import Loading, owned_rows
+from .loading import Loading
 
 
 class StaffRecord(records.RecordSchema):
@@ -33,13 +33,6 @@ class BBSRecord(records.RecordSchema):
     bbstros = records.optional_list(records.Reference())
     staff = records.optional_list(fields.Nested(StaffRecord))
     affiliations = records.optional_list(fields.Nested(AffiliationRecord))
-
-
-BBSTROS, STAFF, AFFILIATIONS = (
-    owned_rows(tables.bbstros, "bbs_id"),
-    owned_rows(tables.bbs_staff, "bbs_id"),
-    owned_rows(tables.bbs_affiliations, "bbs_id"),
-)
 
 
 class BBSesLoading(Loading):
@@ -130,35 +123,6 @@ class BBSesLoading(Loading):
             "affiliations", tables.bbs_affiliations, references={"group": "releasers"}
         ),
     )
-
-    def complete_detail(self, build, rows):
-        by_id = {}
-        for row in rows:
-            row.update(bbstros=[], staff=[], affiliations=[])
-            by_id[row["id"]] = row
-        ids = list(by_id)
-        bbstros = build.rows(BBSTROS, ids)
-        staff = build.rows(STAFF, ids)
-        affiliations = build.rows(AFFILIATIONS, ids)
-        productions = build.records("productions", {row["production_id"] for row in bbstros})
-        releasers = build.records(
-            "releasers",
-            {row["releaser_id"] for row in staff} | {row["group_id"] for row in affiliations},
-        )
-        for row in bbstros:
-            by_id[row["bbs_id"]]["bbstros"].append(productions[row["production_id"]])
-        for row in staff:
-            by_id[row["bbs_id"]]["staff"].append(
-                {
-                    "releaser": releasers[row["releaser_id"]],
-                    "role": row["role"],
-                    "is_current": row["is_current"],
-                }
-            )
-        for row in affiliations:
-            by_id[row["bbs_id"]]["affiliations"].append(
-                {"group": releasers[row["group_id"]], "role": row["role"]}
-            )
 
 
 loading = BBSesLoading()

@@ -8,7 +8,7 @@ from ...resources.parties import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import Loading, owned_rows
+from .loading import Loading, owned_rows, side_rows
 
 
 class PartyRecord(records.RecordSchema):
@@ -149,18 +149,24 @@ def _dated(column):
     return f"partial_date({column}_date, {column}_precision)"
 
 
-def _in_title_and_name_order(link, source):
-    """A party's releases or invitations from the export: a party's by the productions'
-    sortable titles, a production's by the parties' names."""
+RELEASED = _link(tables.party_releases, "releases", "release_parties")
+INVITED = _link(tables.party_invitations, "invitations", "invitation_parties")
+
+
+def _in_title_and_name_order(relation, source):
+    """A party's releases or invitations from the export, in the orders the relation's
+    sides derive (a party's by the productions' sortable titles, a production's by the
+    parties' names), ties in the dump's order."""
+    parties, productions = relation.sides
     return storage.Fill(
-        link,
+        relation.table,
         {
             "party_id": "l.party_id",
             "production_id": "l.production_id",
             "party_position": "row_number() OVER (PARTITION BY l.party_id "
-            "ORDER BY p.sortable_title, l.line)",
+            f"ORDER BY p.{parties.order_column.name}, l.line)",
             "production_position": "row_number() OVER (PARTITION BY l.production_id "
-            "ORDER BY y.name, l.line)",
+            f"ORDER BY y.{productions.order_column.name}, l.line)",
         },
         f"FROM stage.{source} l "
         "JOIN stage.productions_production p ON p.id = l.production_id "
@@ -270,8 +276,8 @@ UPSTREAM = storage.Upstream(
             },
             "FROM stage.parties_competition",
         ),
-        _in_title_and_name_order(tables.party_releases, "parties_party_releases"),
-        _in_title_and_name_order(tables.party_invitations, "parties_party_invitations"),
+        _in_title_and_name_order(RELEASED, "parties_party_releases"),
+        _in_title_and_name_order(INVITED, "parties_party_invitations"),
         storage.Fill(
             tables.placings,
             {
@@ -291,52 +297,50 @@ UPSTREAM = storage.Upstream(
 )
 
 
-RELATIONS = (
-    storage.Grouping(
-        "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
-    ),
-    _link(tables.party_releases, "releases", "release_parties"),
-    _link(tables.party_invitations, "invitations", "invitation_parties"),
-    storage.Relation(
-        tables.placings,
-        # A competition whose results are not given: by position, unplaced last.
-        storage.RelationSide(
-            "parties",
-            (("competitions", None),),
-            "competition_id",
-            "result_position",
-            order_key=lambda pair: (
-                pair[2]["position"] is None,
-                pair[2]["position"] or 0,
-                pair[1],
-            ),
-            collect=_collect_results,
-            label="competitions.results",
-        ),
-        # A production's placings not given: by competition id (the upstream fixes none,
-        # and gives them in its rows' order, which an export therefore writes).
-        storage.RelationSide(
-            "productions",
-            (("competition_placings", "competition"),),
-            "production_id",
-            "production_position",
-            order_key=lambda pair: pair[0],
-            collect=_collect_placings,
-            exported=True,
-        ),
-        names=("competition", "production"),
-    ),
+SERIES = storage.Grouping(
+    "parties", "party_series", "party_series", "parties", "party_series_id", "series_position"
 )
+PLACED = storage.Relation(
+    tables.placings,
+    # A competition whose results are not given: by position, unplaced last.
+    storage.RelationSide(
+        "parties",
+        (("competitions", None),),
+        "competition_id",
+        "result_position",
+        order_key=lambda pair: (
+            pair[2]["position"] is None,
+            pair[2]["position"] or 0,
+            pair[1],
+        ),
+        collect=_collect_results,
+        label="competitions.results",
+    ),
+    # A production's placings not given: by competition id (the upstream fixes none,
+    # and gives them in its rows' order, which an export therefore writes).
+    storage.RelationSide(
+        "productions",
+        (("competition_placings", "competition"),),
+        "production_id",
+        "production_position",
+        order_key=lambda pair: pair[0],
+        collect=_collect_placings,
+        exported=True,
+    ),
+    names=("competition", "production"),
+)
+RELATIONS = (SERIES, RELEASED, INVITED, PLACED)
 
 
-def _productions(link):
-    return owned_rows(link, "party_id", "party_position", (link.c.party_id, link.c.production_id))
+def _productions(relation):
+    link = relation.table
+    return side_rows(link, relation.left, link.c.party_id, link.c.production_id)
 
 
-INVITATIONS = _productions(tables.party_invitations)
+INVITATIONS = _productions(INVITED)
 
 
-RELEASES = _productions(tables.party_releases)
+RELEASES = _productions(RELEASED)
 
 
 COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
@@ -344,10 +348,7 @@ COMPETITIONS = owned_rows(tables.competitions, "party_id").order_by(
 )
 
 
-LINKS = owned_rows(tables.party_links, "party_id")
-
-
-RESULTS = owned_rows(tables.placings, "competition_id", "result_position")
+RESULTS = side_rows(tables.placings, PLACED.left)
 
 
 def competition_results(build, competition_ids):
@@ -377,9 +378,12 @@ class PartiesLoading(Loading):
     upstream = UPSTREAM
 
     def complete_detail(self, build, rows):
+        super().complete_detail(build, rows)
+        # Relations, not nested lists: the series, productions and competitions (with
+        # their results) of a party.
         by_id = {}
         for row in rows:
-            row.update(invitations=[], releases=[], competitions=[], external_links=[])
+            row.update(invitations=[], releases=[], competitions=[])
             by_id[row["id"]] = row
         ids = list(by_id)
         series = build.records("party_series", {row["party_series_id"] for row in rows} - {None})
@@ -410,10 +414,6 @@ class PartiesLoading(Loading):
                     "production_type": types.get(row["production_type_id"]),
                     "results": results.get(row["id"], []),
                 }
-            )
-        for row in build.rows(LINKS, ids):
-            by_id[row["party_id"]]["external_links"].append(
-                {"link_class": row["link_class"], "url": row["url"]}
             )
 
 

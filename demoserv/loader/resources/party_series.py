@@ -5,14 +5,10 @@ from ...resources.party_series import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import Loading, owned_rows
+from .loading import Loading, side_rows
+from .parties import SERIES
 
-PARTIES = owned_rows(
-    tables.parties,
-    "party_series_id",
-    "series_position",
-    (tables.parties.c.party_series_id, tables.parties.c.id),
-)
+PARTIES = side_rows(tables.parties, SERIES, tables.parties.c.party_series_id, tables.parties.c.id)
 
 
 class PartySeriesRecord(records.RecordSchema):

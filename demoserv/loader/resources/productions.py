@@ -3,14 +3,14 @@
 import, and their list and detail records' assembly."""
 
 from marshmallow import fields, validate
-from sqlalchemy import select
 
 from ...resources.productions import resource
 from ...store import tables
 from ...store.values import SUPERTYPES, sortable_title
 from .. import records
 from . import storage
-from .loading import IDS, Loading, owned_rows
+from .loading import Loading, side_rows
+from .parties import INVITED, PLACED, RELEASED
 
 
 class CreditRecord(records.RecordSchema):
@@ -71,86 +71,28 @@ class ProductionRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-def _nicks_statement(table, *more):
-    releasers = tables.releasers
-    return (
-        select(
-            table.c.production_id,
-            *more,
-            table.c.name,
-            table.c.abbreviation,
-            releasers.c.id.label("releaser_id"),
-            releasers.c.name.label("releaser_name"),
-            releasers.c.is_group,
-        )
-        .join(releasers, releasers.c.id == table.c.releaser_id)
-        .where(table.c.production_id.in_(IDS))
-        .order_by(table.c.production_id, *more, table.c.position)
-    )
+def _parties(relation):
+    link = relation.table
+    return side_rows(link, relation.right, link.c.production_id, link.c.party_id)
 
 
-def _nick(row):
-    return {
-        "name": row["name"],
-        "abbreviation": row["abbreviation"],
-        "releaser": {
-            "id": row["releaser_id"],
-            "name": row["releaser_name"],
-            "is_group": row["is_group"],
-        },
-    }
+RELEASE_PARTIES = _parties(RELEASED)
 
 
-def _linked(link, owner, target, position):
-    return owned_rows(link, owner, position, (link.c[owner], link.c[target]))
+INVITATION_PARTIES = _parties(INVITED)
 
 
-NICKS = _nicks_statement(tables.production_nicks, tables.production_nicks.c.role)
-
-
-CREDITS = (
-    _nicks_statement(
-        tables.credits, tables.credits.c.category.label("category"), tables.credits.c.role
-    )
-    .order_by(None)
-    .order_by(tables.credits.c.production_id, tables.credits.c.position)
-)
-
-
-PLATFORMS = _linked(tables.production_platforms, "production_id", "platform_id", "position")
-
-
-TYPES = _linked(tables.production_type_links, "production_id", "production_type_id", "position")
-
-
-LINKS = owned_rows(tables.production_links, "production_id")
-
-
-RELEASE_PARTIES = _linked(tables.party_releases, "production_id", "party_id", "production_position")
-
-
-INVITATION_PARTIES = _linked(
-    tables.party_invitations, "production_id", "party_id", "production_position"
-)
-
-
-PLACINGS = (
-    select(
-        tables.placings.c.production_id,
-        tables.placings.c.position,
-        tables.placings.c.ranking,
-        tables.placings.c.score,
-        tables.competitions.c.id,
-        tables.competitions.c.name,
-        tables.competitions.c.party_id,
-    )
-    .join(tables.competitions, tables.competitions.c.id == tables.placings.c.competition_id)
-    .where(tables.placings.c.production_id.in_(IDS))
-    .order_by(tables.placings.c.production_id, tables.placings.c.production_position)
-)
-
-
-SCREENSHOTS = owned_rows(tables.screenshots, "production_id")
+PLACINGS = side_rows(
+    tables.placings,
+    PLACED.right,
+    tables.placings.c.production_id,
+    tables.placings.c.position,
+    tables.placings.c.ranking,
+    tables.placings.c.score,
+    tables.competitions.c.id,
+    tables.competitions.c.name,
+    tables.competitions.c.party_id,
+).join(tables.competitions, tables.competitions.c.id == tables.placings.c.competition_id)
 
 
 def _production_nicks(role, source):
@@ -359,47 +301,14 @@ class ProductionsLoading(Loading):
         ),
     )
 
-    def complete(self, build, rows):
-        by_id = {}
-        for row in rows:
-            row.update(author_nicks=[], author_affiliation_nicks=[], platforms=[], types=[])
-            by_id[row["id"]] = row
-        ids = list(by_id)
-        for row in build.rows(NICKS, ids):
-            field = "author_nicks" if row["role"] == "author" else "author_affiliation_nicks"
-            by_id[row["production_id"]][field].append(_nick(row))
-        for field, statement, listed, key in (
-            ("platforms", PLATFORMS, "platforms", "platform_id"),
-            ("types", TYPES, "production_types", "production_type_id"),
-        ):
-            links = build.rows(statement, ids)
-            summaries = build.records(listed, {row[key] for row in links})
-            for row in links:
-                by_id[row["production_id"]][field].append(summaries[row[key]])
-
     def complete_detail(self, build, rows):
+        super().complete_detail(build, rows)
+        # Relations, not nested lists: a production's parties and placings.
         by_id = {}
         for row in rows:
-            row.update(
-                credits=[],
-                download_links=[],
-                external_links=[],
-                release_parties=[],
-                competition_placings=[],
-                invitation_parties=[],
-                screenshots=[],
-            )
+            row.update(release_parties=[], competition_placings=[], invitation_parties=[])
             by_id[row["id"]] = row
         ids = list(by_id)
-        for row in build.rows(CREDITS, ids):
-            by_id[row["production_id"]]["credits"].append(
-                {"nick": _nick(row), "category": row["category"], "role": row["role"]}
-            )
-        for row in build.rows(LINKS, ids):
-            field = "download_links" if row["is_download"] else "external_links"
-            by_id[row["production_id"]][field].append(
-                {"link_class": row["link_class"], "url": row["url"]}
-            )
         for field, statement in (
             ("release_parties", RELEASE_PARTIES),
             ("invitation_parties", INVITATION_PARTIES),
@@ -422,10 +331,6 @@ class ProductionsLoading(Loading):
                         "party": parties[row["party_id"]],
                     },
                 }
-            )
-        for row in build.rows(SCREENSHOTS, ids):
-            by_id[row.pop("production_id")]["screenshots"].append(
-                {name: value for name, value in row.items() if name != "position"}
             )
 
 

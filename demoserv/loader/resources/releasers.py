@@ -3,13 +3,12 @@ memberships they store, their part of the upstream import, and their detail reco
 assembly."""
 
 from marshmallow import fields
-from sqlalchemy import select
 
 from ...resources.releasers import resource
 from ...store import tables
 from .. import records
 from . import storage
-from .loading import IDS, Loading, owned_rows
+from .loading import Loading, side_rows
 
 
 class ReleaserNickRecord(records.RecordSchema):
@@ -43,21 +42,25 @@ class ReleaserRecord(records.RecordSchema):
     updated_at = records.timestamp()
 
 
-NICKS = owned_rows(tables.releaser_nicks, "releaser_id")
-
-
-MEMBER_OF = owned_rows(tables.memberships, "member_id", "member_position")
-
-
-MEMBERS = (
-    select(tables.memberships, tables.releasers.c.is_group)
-    .join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
-    .where(tables.memberships.c.group_id.in_(IDS))
-    .order_by(tables.memberships.c.group_id, tables.memberships.c.group_position)
+MEMBERSHIPS = storage.Relation(
+    tables.memberships,
+    storage.RelationSide("releasers", (("member_of", "group"),), "member_id", "member_position"),
+    storage.RelationSide(
+        "releasers",
+        (("members", "member"), ("subgroups", "subgroup")),
+        "group_id",
+        "group_position",
+    ),
+    names=("member", "group"),
 )
 
 
-LINKS = owned_rows(tables.releaser_links, "releaser_id")
+MEMBER_OF = side_rows(tables.memberships, MEMBERSHIPS.left)
+
+
+MEMBERS = side_rows(
+    tables.memberships, MEMBERSHIPS.right, tables.memberships, tables.releasers.c.is_group
+).join(tables.releasers, tables.releasers.c.id == tables.memberships.c.member_id)
 
 
 class ReleasersLoading(Loading):
@@ -153,38 +156,19 @@ class ReleasersLoading(Loading):
             storage.Links(tables.releaser_links, "demoscene_releaserexternallink", "releaser_id"),
         ),
     )
-    relations = (
-        storage.Relation(
-            tables.memberships,
-            storage.RelationSide(
-                "releasers", (("member_of", "group"),), "member_id", "member_position"
-            ),
-            storage.RelationSide(
-                "releasers",
-                (("members", "member"), ("subgroups", "subgroup")),
-                "group_id",
-                "group_position",
-            ),
-            names=("member", "group"),
-        ),
-    )
+    relations = (MEMBERSHIPS,)
 
     def complete_detail(self, build, rows):
+        super().complete_detail(build, rows)
         by_id = {}
         for row in rows:
-            row.update(nicks=[], member_of=[], members=[], subgroups=[], external_links=[])
+            # Whether a nick is the primary one is the record's, not the stored nick's.
+            for nick in row["nicks"]:
+                nick["is_primary_nick"] = nick["name"] == row["name"]
+            # Relations, not nested lists: a releaser's groups, members and subgroups.
+            row.update(member_of=[], members=[], subgroups=[])
             by_id[row["id"]] = row
         ids = list(by_id)
-        for row in build.rows(NICKS, ids):
-            record = by_id[row["releaser_id"]]
-            record["nicks"].append(
-                {
-                    "name": row["name"],
-                    "abbreviation": row["abbreviation"],
-                    "is_primary_nick": row["name"] == record["name"],
-                    "variants": row["variants"],
-                }
-            )
         member_of = build.rows(MEMBER_OF, ids)
         members = build.rows(MEMBERS, ids)
         names = build.records(
@@ -199,10 +183,6 @@ class ReleasersLoading(Loading):
             field, key = ("subgroups", "subgroup") if row["is_group"] else ("members", "member")
             by_id[row["group_id"]][field].append(
                 {key: names[row["member_id"]], "is_current": row["is_current"]}
-            )
-        for row in build.rows(LINKS, ids):
-            by_id[row["releaser_id"]]["external_links"].append(
-                {"link_class": row["link_class"], "url": row["url"]}
             )
 
 

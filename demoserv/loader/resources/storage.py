@@ -3,8 +3,9 @@ row (the record's fields of the same name, and its ``derived_columns``), its
 ``nested_lists``, each stored as rows of a table of its own (``NestedList``), and the
 ``relations`` it stores that other records show too (``Relation``, ``Grouping``). The loader
 (``loader/rows.py``) writes every resource's rows and checks every relation in the
-scratch file (``loader/scratch.py``) from these declarations; the exporter leaves
-out the sides it derives (``written_by_other_side``)."""
+scratch file (``loader/scratch.py``) from these declarations, the build reads every
+nested list back into the records from its declaration (``loading.read_lists``), and the
+exporter leaves out the sides it derives (``written_by_other_side``)."""
 
 from dataclasses import dataclass, field
 
@@ -38,7 +39,9 @@ class NestedList:
     ``nick``: the key of an item's releaser nick (``""``: the item is one), stored as
     its ``name``, ``abbreviation`` and ``releaser_id`` and checked against the
     releaser's nicks; ``constant``: columns of the same value for every item;
-    ``after``: a list stored before it in the same table, whose positions its own follow."""
+    ``after``: a list stored before it in the same table, whose positions its own follow.
+    The loader writes its items from this (``loader/rows.py``), the build reads them back
+    from it (``loading.read_lists``): nothing else says how a nested list is stored."""
 
     field: str
     table: object
