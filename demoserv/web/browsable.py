@@ -20,7 +20,6 @@ import hashlib
 import re
 from collections import namedtuple
 from importlib import resources as package_files
-from itertools import chain, repeat
 from urllib.parse import quote
 
 import orjson
@@ -42,8 +41,6 @@ from .negotiation import (
 )
 from .views import openapi
 
-ENVELOPE = ["count", "next", "previous", "results"]  # a listing's page
-CHUNK = 25  # records indented at once: a piece of a page of 100 productions is 35 KB
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 # The headers shown, as DRF shows them: those of the JSON answer the page renders.
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
@@ -117,8 +114,7 @@ def _page(response):
     # The answer's text, a page of records, goes in as bytes, joined once with the rest:
     # nothing of the request follows it in the template, so the last mark is its place.
     head, _, tail = page.rpartition(CONTENT)
-    pieces = chain.from_iterable(map(_linked, _indented(response.get_data())))
-    return b"".join(chain((head.encode(),), pieces, (tail.encode(),)))
+    return _linked(head.encode(), _indented(response.get_data()), tail.encode())
 
 
 def _paginator(listing):
@@ -138,44 +134,25 @@ def _paginator(listing):
 def _indented(body):
     """The JSON text ``body`` indented by 2, as orjson indents it (DRF's page indents by
     4, which would cost a pass over every line, about what the JSON answer costs whole),
-    in pieces: a listing's or an array's records a few at a time. Each piece stays below
-    the size from which the server's allocator maps and faults in every buffer anew
-    (``factory.MMAP_THRESHOLD``); only the page, joined once, is that large."""
-    answer = orjson.loads(body)
-    if isinstance(answer, list) and answer:
-        return [b"[\n", *_records(answer, b"\n"), b"\n]"]
-    if isinstance(answer, dict) and list(answer) == ENVELOPE and answer["results"]:
-        head = orjson.dumps({**answer, "results": []}, option=orjson.OPT_INDENT_2)
-        # ... "results": []\n} with the records between its brackets, a level deeper
-        pieces = _records(answer["results"], b"\n  ")
-        return [head[: -len(b"]\n}")] + b"\n", *pieces, b"\n  ]\n}"]
-    return [orjson.dumps(answer, option=orjson.OPT_INDENT_2)]
+    escaped for the text of an element (``&``, ``<`` and ``>``)."""
+    text = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
+    return text.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
 
 
-def _records(records, newline):
-    """The records of an array at depth 1 (``newline``: a line's start at that depth),
-    ``CHUNK`` of them a piece, separated as orjson separates them."""
-    pieces = []
-    for start in range(0, len(records), CHUNK):
-        chunk = orjson.dumps(records[start : start + CHUNK], option=orjson.OPT_INDENT_2)
-        inner = chunk[2:-2]  # without "[\n" and "\n]": lines at depth 1, "  " first
-        if newline != b"\n":
-            inner = newline[1:] + inner.replace(b"\n", newline)
-        pieces.append(inner if not pieces else b",\n" + inner)
-    return pieces
-
-
-def _linked(piece):
-    """The pieces of a piece of the JSON text escaped for the text of an element (``&``,
-    ``<`` and ``>``), each quoted address in it a link to itself (as DRF's
-    ``urlize_quoted_links`` makes them: to its own page, for a browser), with no step of
-    Python's per address: the text is a page of records."""
-    piece = piece.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
-    parts = _QUOTED_ADDRESS.split(piece)  # text, address, text, ..., text
+def _linked(head, text, tail):
+    """``head``, the escaped JSON ``text`` with each quoted address in it a link to
+    itself (as DRF's ``urlize_quoted_links`` makes them: to its own page, for a
+    browser), and ``tail``, joined once, with no step of Python's per address: the text
+    is a page of records."""
+    parts = _QUOTED_ADDRESS.split(text)  # text, address, text, ..., text
     urls = parts[1::2]
-    start, middle, end = (repeat(each) for each in _LINK)
-    linked = chain.from_iterable(zip(parts[0::2], start, urls, middle, urls, end))
-    return chain(linked, (parts[-1],))
+    start, middle, end = _LINK
+    # head, text, then (start, address, middle, address, end, text) an address, tail
+    pieces = [head, parts[0], *[start, None, middle, None, end, None] * len(urls), tail]
+    pieces[3:-1:6] = urls
+    pieces[5:-1:6] = urls
+    pieces[7:-1:6] = parts[2::2]
+    return b"".join(pieces)
 
 
 def _breadcrumbs():
