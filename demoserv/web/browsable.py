@@ -41,6 +41,10 @@ from .negotiation import (
 )
 from .views import openapi
 
+# A listing's page as ``pagination.envelope_json`` writes it: its records follow RESULTS.
+ENVELOPE_START = b'{"count":'
+RESULTS = b',"results":['
+PIECE = 12 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 # The headers shown, as DRF shows them: those of the JSON answer the page renders.
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
@@ -114,7 +118,7 @@ def _page(response):
     # The answer's text, a page of records, goes in as bytes, joined once with the rest:
     # nothing of the request follows it in the template, so the last mark is its place.
     head, _, tail = page.rpartition(CONTENT)
-    return _linked(head.encode(), _indented(response.get_data()), tail.encode())
+    return b"".join([head.encode(), *_text(response.get_data()), tail.encode()])
 
 
 def _paginator(listing):
@@ -131,27 +135,86 @@ def _paginator(listing):
     }
 
 
+def _text(body):
+    """The answer's JSON text ``body`` as the page shows it (``_indented``, ``_linked``),
+    in pieces."""
+    try:
+        return [_linked(piece) for piece in _indented(body)]
+    except orjson.JSONDecodeError:  # a piece cut where no record ends: the text whole
+        return [_linked(orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2))]
+
+
 def _indented(body):
     """The JSON text ``body`` indented by 2, as orjson indents it (DRF's page indents by
     4, which would cost a pass over every line, about what the JSON answer costs whole),
-    escaped for the text of an element (``&``, ``<`` and ``>``)."""
-    text = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
-    return text.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+    in pieces: a listing's or an array's records about ``PIECE`` bytes of JSON at a
+    time, each parsed, indented (and linked, by ``_text``) before the next is parsed.
+    So the memory of a piece is used again for the next, where a page's worth at once
+    (orjson's working memory, the records, the texts) is over the server's mmap
+    threshold (``factory.MMAP_THRESHOLD``), mapped and faulted in anew on every page,
+    which cost about as much as the work itself."""
+    if len(body) > PIECE:
+        at = body.find(RESULTS) if body.startswith(ENVELOPE_START) else -1
+        # A quote inside a string is escaped: RESULTS is the envelope's own key.
+        if at > 0 and body[at + len(RESULTS) :] != b"]}":
+            head = orjson.loads(body[:at] + b"}")
+            text = orjson.dumps({**head, "results": []}, option=orjson.OPT_INDENT_2)
+            # ... "results": []\n} with the records between its brackets, a level deeper
+            yield text[: -len(b"]\n}")] + b"\n"
+            yield from _records(body[at + len(RESULTS) - 1 : -1], b"\n  ")
+            yield b"\n  ]\n}"
+            return
+        if body.startswith(b"[{"):
+            yield b"[\n"
+            yield from _records(body, b"\n")
+            yield b"\n]"
+            return
+    yield orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
 
 
-def _linked(head, text, tail):
-    """``head``, the escaped JSON ``text`` with each quoted address in it a link to
-    itself (as DRF's ``urlize_quoted_links`` makes them: to its own page, for a
-    browser), and ``tail``, joined once, with no step of Python's per address: the text
-    is a page of records."""
+def _records(array, newline):
+    """The records of the JSON array ``array`` at depth 1 (``newline``: a line's start
+    at that depth), indented about ``PIECE`` bytes of JSON at a time, separated as
+    orjson separates them. A piece is cut before the next record: where a ``}`` is
+    followed by the start of the first record up to its address's last ``/`` (or its
+    first key), which a nested object of another resource does not repeat. A cut in a
+    string or in a record leaves a piece that is not JSON: ``JSONDecodeError``."""
+    first = array[1 : array.find(b",")]  # {"url":"http://host/api/v1/productions/1/"
+    signature = b"}," + first[: max(first.rfind(b"/", 0, len(first) - 2), first.find(b":")) + 1]
+    start, end = 1, len(array) - 1  # within the brackets
+    separator = b""
+    while start < end:
+        stop = end
+        if end - start > PIECE:
+            cut = array.rfind(signature, start, start + PIECE)
+            if cut <= start:
+                cut = array.find(signature, start + PIECE, end)  # a record over PIECE
+            if cut > start:
+                stop = cut + 1
+        records = orjson.loads(b"[" + array[start:stop] + b"]")
+        text = orjson.dumps(records, option=orjson.OPT_INDENT_2)[2:-2]  # no "[\n", "\n]"
+        if newline != b"\n":
+            text = newline[1:] + text.replace(b"\n", newline)
+        yield separator + text
+        separator = b",\n"
+        start = stop + 1
+
+
+def _linked(text):
+    """The JSON ``text`` escaped for the text of an element (``&``, ``<`` and ``>``),
+    each quoted address in it a link to itself (as DRF's ``urlize_quoted_links`` makes
+    them: to its own page, for a browser), with no step of Python's per address."""
+    text = text.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
     parts = _QUOTED_ADDRESS.split(text)  # text, address, text, ..., text
     urls = parts[1::2]
+    if not urls:
+        return text
     start, middle, end = _LINK
-    # head, text, then (start, address, middle, address, end, text) an address, tail
-    pieces = [head, parts[0], *[start, None, middle, None, end, None] * len(urls), tail]
-    pieces[3:-1:6] = urls
-    pieces[5:-1:6] = urls
-    pieces[7:-1:6] = parts[2::2]
+    # text, then (start, address, middle, address, end, text) an address
+    pieces = [parts[0], *[start, None, middle, None, end, None] * len(urls)]
+    pieces[2::6] = urls
+    pieces[4::6] = urls
+    pieces[6::6] = parts[2::2]
     return b"".join(pieces)
 
 
