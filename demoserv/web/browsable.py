@@ -104,10 +104,7 @@ def _page(response):
         breadcrumbs=_breadcrumbs(),
         path=quote(request.root_path + request.path),
         full_path=full_path,
-        formats=[
-            (name, pagination.replace_query_param(full_path, "format", name))
-            for name in MENU_FORMATS
-        ],
+        formats=list(zip(MENU_FORMATS, pagination.with_values(full_path, "format", MENU_FORMATS))),
         form=_form(about) if describe else "",
         **_paginator(request.page),
         method=request.method,
@@ -126,13 +123,7 @@ def _paginator(listing):
     its page links, and the previous and the next page."""
     if listing is None or listing.last == 1:
         return {"page_links": None, "previous": None, "next": None}
-    url = pagination.request_url()
-    number = listing.number
-    return {
-        "page_links": pagination.page_links(listing, url),
-        "previous": pagination.page_url(url, number - 1) if number > 1 else None,
-        "next": pagination.page_url(url, number + 1) if number < listing.last else None,
-    }
+    return pagination.paginator(listing, pagination.request_url())
 
 
 def _text(body):
