@@ -45,6 +45,8 @@ from .views import openapi
 ENVELOPE_START = b'{"count":'
 RESULTS = b',"results":['
 PIECE = 12 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
+BREADCRUMBS = "demoserv.web.browsable.breadcrumbs"  # the app's extension: kept ones
+KEPT_BREADCRUMBS = 1024  # paths whose breadcrumbs an app keeps, at most
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 # The headers shown, as DRF shows them: those of the JSON answer the page renders.
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
@@ -210,6 +212,22 @@ def _linked(text):
 
 
 def _breadcrumbs():
+    """The breadcrumbs of the request's path (``_found_breadcrumbs``); those of a path
+    without a record's id (a listing's, the root's: a few an app) are found once an
+    app."""
+    if request.url_rule is None or request.view_args:
+        return _found_breadcrumbs()
+    kept = current_app.extensions.setdefault(BREADCRUMBS, {})
+    key = (request.root_path, request.path)
+    crumbs = kept.get(key)
+    if crumbs is None:
+        crumbs = _found_breadcrumbs()
+        if len(kept) < KEPT_BREADCRUMBS:  # root paths come from trusted proxies only
+            kept[key] = crumbs
+    return crumbs
+
+
+def _found_breadcrumbs():
     """(name, path) of the request's path and of each path above it that an API view
     answers, from the API root down, as DRF finds them (its ``get_breadcrumbs``)."""
     adapter = current_app.url_map.bind_to_environ(request.environ)
