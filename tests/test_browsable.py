@@ -227,7 +227,7 @@ def test_a_listings_text_made_in_pieces_is_the_text_made_whole():
 
     plain = [record(n) for n in range(300)]
     plain[40] = record(40, long=browsable.PIECE // 20)
-    nesting = [record(n, nested=2) for n in range(300)]
+    nesting = [record(n, nested=browsable.PIECE // 20) for n in range(30)]  # over a piece
     envelope = {"count": 300, "next": "http://h/api/v1/productions/?page=2", "previous": None}
     for answer in (
         {**envelope, "results": plain},

@@ -44,7 +44,7 @@ from .views import openapi
 # A listing's page as ``pagination.envelope_json`` writes it: its records follow RESULTS.
 ENVELOPE_START = b'{"count":'
 RESULTS = b',"results":['
-PIECE = 12 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
+PIECE = 6 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
 BREADCRUMBS = "demoserv.web.browsable.breadcrumbs"  # the app's extension: kept ones
 KEPT_BREADCRUMBS = 1024  # paths whose breadcrumbs an app keeps, at most
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
@@ -149,47 +149,52 @@ def _indented(body):
     if len(body) > PIECE:
         at = body.find(RESULTS) if body.startswith(ENVELOPE_START) else -1
         # A quote inside a string is escaped: RESULTS is the envelope's own key.
-        if at > 0 and body[at + len(RESULTS) :] != b"]}":
+        if at > 0 and not body.endswith(RESULTS + b"]}"):
             head = orjson.loads(body[:at] + b"}")
             text = orjson.dumps({**head, "results": []}, option=orjson.OPT_INDENT_2)
             # ... "results": []\n} with the records between its brackets, a level deeper
             yield text[: -len(b"]\n}")] + b"\n"
-            yield from _records(body[at + len(RESULTS) - 1 : -1], b"\n  ")
+            yield from _records(body, at + len(RESULTS), len(body) - 2, b"\n  ")
             yield b"\n  ]\n}"
             return
         if body.startswith(b"[{"):
             yield b"[\n"
-            yield from _records(body, b"\n")
+            yield from _records(body, 1, len(body) - 1, b"\n")
             yield b"\n]"
             return
     yield orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
 
 
-def _records(array, newline):
-    """The records of the JSON array ``array`` at depth 1 (``newline``: a line's start
-    at that depth), indented about ``PIECE`` bytes of JSON at a time, separated as
-    orjson separates them. A piece is cut before the next record: where a ``}`` is
-    followed by the start of the first record up to its address's last ``/`` (or its
-    first key), which a nested object of another resource does not repeat. A cut in a
-    string or in a record leaves a piece that is not JSON: ``JSONDecodeError``."""
-    first = array[1 : array.find(b",")]  # {"url":"http://host/api/v1/productions/1/"
+def _records(body, start, end, newline):
+    """The records of the JSON array between ``start`` and ``end`` in ``body`` (within
+    its brackets) at depth 1 (``newline``: a line's start at that depth), indented
+    about ``PIECE`` bytes of JSON at a time, separated as orjson separates them. A piece
+    is cut before the next record: where a ``}`` is followed by the start of the first
+    record up to its address's last ``/`` (or its first key), which a nested object of
+    another resource does not repeat, and a string cannot hold (its quotes are
+    escaped). A cut inside a record, in a nested record of the same resource, leaves a
+    piece that is not JSON: ``JSONDecodeError``."""
+    first = body[start : body.find(b",", start)]  # {"url":"http://host/api/v1/productions/1/"
     signature = b"}," + first[: max(first.rfind(b"/", 0, len(first) - 2), first.find(b":")) + 1]
-    start, end = 1, len(array) - 1  # within the brackets
-    separator = b""
+    view = memoryview(body)
     while start < end:
         stop = end
         if end - start > PIECE:
-            cut = array.rfind(signature, start, start + PIECE)
+            cut = body.rfind(signature, start, start + PIECE)
             if cut <= start:
-                cut = array.find(signature, start + PIECE, end)  # a record over PIECE
+                cut = body.find(signature, start + PIECE, end)  # a record over PIECE
             if cut > start:
                 stop = cut + 1
-        records = orjson.loads(b"[" + array[start:stop] + b"]")
-        text = orjson.dumps(records, option=orjson.OPT_INDENT_2)[2:-2]  # no "[\n", "\n]"
-        if newline != b"\n":
-            text = newline[1:] + text.replace(b"\n", newline)
-        yield separator + text
-        separator = b",\n"
+        text = orjson.dumps(
+            orjson.loads(b"".join((b"[", view[start:stop], b"]"))), option=orjson.OPT_INDENT_2
+        )
+        # Without its brackets: "[\n" and "\n]", or "\n  ]" once a level deeper.
+        text = (
+            text[2:-2] if newline == b"\n" else text.replace(b"\n", newline)[2 : -len(newline) - 1]
+        )
+        yield text
+        if stop < end:
+            yield b",\n"
         start = stop + 1
 
 
