@@ -254,7 +254,10 @@ def _form(about):
     """The form of the query parameters that the OpenAPI document gives this GET but the
     page's and the format's (empty without any), each with the request's value. A
     request that gives none of them (a page of a listing) gets the form every such
-    request gets: made once an app, and kept beside the document it is made of."""
+    request gets: made once an app, and kept beside the document it is made of; one
+    that gives some, the form of those values, kept there too (the next page of a
+    filtered listing asks for it again; values asked for once push out only others
+    asked for once)."""
     name = request.endpoint.partition(".")[2]
     path = quote(request.root_path + request.path)
     names, untouched = openapi.kept_with_document(
@@ -264,7 +267,10 @@ def _form(about):
     given = {each: last_arg(each) for each in names if each in args}
     if not any(given.values()):
         return untouched
-    return _made_form(_form_parameters(name), about, path, given)
+    return openapi.kept_with_document(
+        ("browsable form", name, path, tuple(given.items())),
+        lambda: (names, _made_form(_form_parameters(name), about, path, given)),
+    )[1]
 
 
 def _form_parameters(name):
