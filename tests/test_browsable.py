@@ -210,6 +210,39 @@ def test_the_answer_is_shown_indented_with_its_addresses_as_links(make_app, load
         assert plain == orjson.dumps(client.get(path).json, option=orjson.OPT_INDENT_2).decode()
 
 
+def test_a_listings_text_made_in_pieces_is_the_text_made_whole():
+    """A listing's text is made ``PIECE`` bytes of records at a time, cut where the next
+    record starts. Records that nest records of their own resource (where a cut may
+    fall inside a record: the text is then made whole), a record longer than a piece,
+    escaped characters and a bare array come out as the whole answer's text would."""
+    from demoserv.web import browsable
+
+    def record(number, nested=0, long=0):
+        return {
+            "url": f"http://h/api/v1/productions/{number}/",
+            "title": '<a href="x">&amp;</a> "quoted"' * long,
+            "platforms": [{"url": f"http://h/api/v1/platforms/{n}/", "id": n} for n in range(3)],
+            "related": [{"url": f"http://h/api/v1/productions/{n}/"} for n in range(nested)],
+        }
+
+    plain = [record(n) for n in range(300)]
+    plain[40] = record(40, long=browsable.PIECE // 20)
+    nesting = [record(n, nested=browsable.PIECE // 20) for n in range(30)]  # over a piece
+    envelope = {"count": 300, "next": "http://h/api/v1/productions/?page=2", "previous": None}
+    for answer in (
+        {**envelope, "results": plain},
+        plain,
+        plain[:3],
+        {**envelope, "results": nesting},
+    ):
+        body = orjson.dumps(answer)
+        whole = browsable._linked(orjson.dumps(answer, option=orjson.OPT_INDENT_2))
+        assert b"".join(browsable._text(body)) == whole
+    assert len(list(browsable._indented(orjson.dumps(plain)))) > 3
+    with pytest.raises(orjson.JSONDecodeError):  # a cut inside a record
+        list(browsable._indented(orjson.dumps({**envelope, "results": nesting})))
+
+
 def test_page_numbers_as_the_upstreams_paginator():
     assert page_numbers(1, 1) == [1]
     assert page_numbers(3, 5) == [1, 2, 3, 4, 5]

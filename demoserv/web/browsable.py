@@ -20,7 +20,6 @@ import hashlib
 import re
 from collections import namedtuple
 from importlib import resources as package_files
-from itertools import chain, repeat
 from urllib.parse import quote
 
 import orjson
@@ -42,8 +41,12 @@ from .negotiation import (
 )
 from .views import openapi
 
-ENVELOPE = ["count", "next", "previous", "results"]  # a listing's page
-CHUNK = 25  # records indented at once: a piece of a page of 100 productions is 35 KB
+# A listing's page as ``pagination.envelope_json`` writes it: its records follow RESULTS.
+ENVELOPE_START = b'{"count":'
+RESULTS = b',"results":['
+PIECE = 6 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
+BREADCRUMBS = "demoserv.web.browsable.breadcrumbs"  # the app's extension: kept ones
+KEPT_BREADCRUMBS = 1024  # paths whose breadcrumbs an app keeps, at most
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 # The headers shown, as DRF shows them: those of the JSON answer the page renders.
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
@@ -103,10 +106,7 @@ def _page(response):
         breadcrumbs=_breadcrumbs(),
         path=quote(request.root_path + request.path),
         full_path=full_path,
-        formats=[
-            (name, pagination.replace_query_param(full_path, "format", name))
-            for name in MENU_FORMATS
-        ],
+        formats=list(zip(MENU_FORMATS, pagination.with_values(full_path, "format", MENU_FORMATS))),
         form=_form(about) if describe else "",
         **_paginator(request.page),
         method=request.method,
@@ -117,8 +117,7 @@ def _page(response):
     # The answer's text, a page of records, goes in as bytes, joined once with the rest:
     # nothing of the request follows it in the template, so the last mark is its place.
     head, _, tail = page.rpartition(CONTENT)
-    pieces = chain.from_iterable(map(_linked, _indented(response.get_data())))
-    return b"".join(chain((head.encode(),), pieces, (tail.encode(),)))
+    return b"".join([head.encode(), *_text(response.get_data()), tail.encode()])
 
 
 def _paginator(listing):
@@ -126,59 +125,114 @@ def _paginator(listing):
     its page links, and the previous and the next page."""
     if listing is None or listing.last == 1:
         return {"page_links": None, "previous": None, "next": None}
-    url = pagination.request_url()
-    number = listing.number
-    return {
-        "page_links": pagination.page_links(listing, url),
-        "previous": pagination.page_url(url, number - 1) if number > 1 else None,
-        "next": pagination.page_url(url, number + 1) if number < listing.last else None,
-    }
+    return pagination.paginator(listing, pagination.request_url())
+
+
+def _text(body):
+    """The answer's JSON text ``body`` as the page shows it (``_indented``, ``_linked``),
+    in pieces."""
+    try:
+        return [_linked(piece) for piece in _indented(body)]
+    except orjson.JSONDecodeError:  # a piece cut where no record ends: the text whole
+        return [_linked(orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2))]
 
 
 def _indented(body):
     """The JSON text ``body`` indented by 2, as orjson indents it (DRF's page indents by
     4, which would cost a pass over every line, about what the JSON answer costs whole),
-    in pieces: a listing's or an array's records a few at a time. Each piece stays below
-    the size from which the server's allocator maps and faults in every buffer anew
-    (``factory.MMAP_THRESHOLD``); only the page, joined once, is that large."""
-    answer = orjson.loads(body)
-    if isinstance(answer, list) and answer:
-        return [b"[\n", *_records(answer, b"\n"), b"\n]"]
-    if isinstance(answer, dict) and list(answer) == ENVELOPE and answer["results"]:
-        head = orjson.dumps({**answer, "results": []}, option=orjson.OPT_INDENT_2)
-        # ... "results": []\n} with the records between its brackets, a level deeper
-        pieces = _records(answer["results"], b"\n  ")
-        return [head[: -len(b"]\n}")] + b"\n", *pieces, b"\n  ]\n}"]
-    return [orjson.dumps(answer, option=orjson.OPT_INDENT_2)]
+    in pieces: a listing's or an array's records about ``PIECE`` bytes of JSON at a
+    time, each parsed, indented (and linked, by ``_text``) before the next is parsed.
+    So the memory of a piece is used again for the next, where a page's worth at once
+    (orjson's working memory, the records, the texts) is over the server's mmap
+    threshold (``factory.MMAP_THRESHOLD``), mapped and faulted in anew on every page,
+    which cost about as much as the work itself."""
+    if len(body) > PIECE:
+        at = body.find(RESULTS) if body.startswith(ENVELOPE_START) else -1
+        # A quote inside a string is escaped: RESULTS is the envelope's own key.
+        if at > 0 and not body.endswith(RESULTS + b"]}"):
+            head = orjson.loads(body[:at] + b"}")
+            text = orjson.dumps({**head, "results": []}, option=orjson.OPT_INDENT_2)
+            # ... "results": []\n} with the records between its brackets, a level deeper
+            yield text[: -len(b"]\n}")] + b"\n"
+            yield from _records(body, at + len(RESULTS), len(body) - 2, b"\n  ")
+            yield b"\n  ]\n}"
+            return
+        if body.startswith(b"[{"):
+            yield b"[\n"
+            yield from _records(body, 1, len(body) - 1, b"\n")
+            yield b"\n]"
+            return
+    yield orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
 
 
-def _records(records, newline):
-    """The records of an array at depth 1 (``newline``: a line's start at that depth),
-    ``CHUNK`` of them a piece, separated as orjson separates them."""
-    pieces = []
-    for start in range(0, len(records), CHUNK):
-        chunk = orjson.dumps(records[start : start + CHUNK], option=orjson.OPT_INDENT_2)
-        inner = chunk[2:-2]  # without "[\n" and "\n]": lines at depth 1, "  " first
-        if newline != b"\n":
-            inner = newline[1:] + inner.replace(b"\n", newline)
-        pieces.append(inner if not pieces else b",\n" + inner)
-    return pieces
+def _records(body, start, end, newline):
+    """The records of the JSON array between ``start`` and ``end`` in ``body`` (within
+    its brackets) at depth 1 (``newline``: a line's start at that depth), indented
+    about ``PIECE`` bytes of JSON at a time, separated as orjson separates them. A piece
+    is cut before the next record: where a ``}`` is followed by the start of the first
+    record up to its address's last ``/`` (or its first key), which a nested object of
+    another resource does not repeat, and a string cannot hold (its quotes are
+    escaped). A cut inside a record, in a nested record of the same resource, leaves a
+    piece that is not JSON: ``JSONDecodeError``."""
+    first = body[start : body.find(b",", start)]  # {"url":"http://host/api/v1/productions/1/"
+    signature = b"}," + first[: max(first.rfind(b"/", 0, len(first) - 2), first.find(b":")) + 1]
+    view = memoryview(body)
+    while start < end:
+        stop = end
+        if end - start > PIECE:
+            cut = body.rfind(signature, start, start + PIECE)
+            if cut <= start:
+                cut = body.find(signature, start + PIECE, end)  # a record over PIECE
+            if cut > start:
+                stop = cut + 1
+        text = orjson.dumps(
+            orjson.loads(b"".join((b"[", view[start:stop], b"]"))), option=orjson.OPT_INDENT_2
+        )
+        # Without its brackets: "[\n" and "\n]", or "\n  ]" once a level deeper.
+        text = (
+            text[2:-2] if newline == b"\n" else text.replace(b"\n", newline)[2 : -len(newline) - 1]
+        )
+        yield text
+        if stop < end:
+            yield b",\n"
+        start = stop + 1
 
 
-def _linked(piece):
-    """The pieces of a piece of the JSON text escaped for the text of an element (``&``,
-    ``<`` and ``>``), each quoted address in it a link to itself (as DRF's
-    ``urlize_quoted_links`` makes them: to its own page, for a browser), with no step of
-    Python's per address: the text is a page of records."""
-    piece = piece.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
-    parts = _QUOTED_ADDRESS.split(piece)  # text, address, text, ..., text
+def _linked(text):
+    """The JSON ``text`` escaped for the text of an element (``&``, ``<`` and ``>``),
+    each quoted address in it a link to itself (as DRF's ``urlize_quoted_links`` makes
+    them: to its own page, for a browser), with no step of Python's per address."""
+    text = text.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+    parts = _QUOTED_ADDRESS.split(text)  # text, address, text, ..., text
     urls = parts[1::2]
-    start, middle, end = (repeat(each) for each in _LINK)
-    linked = chain.from_iterable(zip(parts[0::2], start, urls, middle, urls, end))
-    return chain(linked, (parts[-1],))
+    if not urls:
+        return text
+    start, middle, end = _LINK
+    # text, then (start, address, middle, address, end, text) an address
+    pieces = [parts[0], *[start, None, middle, None, end, None] * len(urls)]
+    pieces[2::6] = urls
+    pieces[4::6] = urls
+    pieces[6::6] = parts[2::2]
+    return b"".join(pieces)
 
 
 def _breadcrumbs():
+    """The breadcrumbs of the request's path (``_found_breadcrumbs``); those of a path
+    without a record's id (a listing's, the root's: a few an app) are found once an
+    app."""
+    if request.url_rule is None or request.view_args:
+        return _found_breadcrumbs()
+    kept = current_app.extensions.setdefault(BREADCRUMBS, {})
+    key = (request.root_path, request.path)
+    crumbs = kept.get(key)
+    if crumbs is None:
+        crumbs = _found_breadcrumbs()
+        if len(kept) < KEPT_BREADCRUMBS:  # root paths come from trusted proxies only
+            kept[key] = crumbs
+    return crumbs
+
+
+def _found_breadcrumbs():
     """(name, path) of the request's path and of each path above it that an API view
     answers, from the API root down, as DRF finds them (its ``get_breadcrumbs``)."""
     adapter = current_app.url_map.bind_to_environ(request.environ)
@@ -200,7 +254,10 @@ def _form(about):
     """The form of the query parameters that the OpenAPI document gives this GET but the
     page's and the format's (empty without any), each with the request's value. A
     request that gives none of them (a page of a listing) gets the form every such
-    request gets: made once an app, and kept beside the document it is made of."""
+    request gets: made once an app, and kept beside the document it is made of; one
+    that gives some, the form of those values, kept there too (the next page of a
+    filtered listing asks for it again; values asked for once push out only others
+    asked for once)."""
     name = request.endpoint.partition(".")[2]
     path = quote(request.root_path + request.path)
     names, untouched = openapi.kept_with_document(
@@ -210,7 +267,10 @@ def _form(about):
     given = {each: last_arg(each) for each in names if each in args}
     if not any(given.values()):
         return untouched
-    return _made_form(_form_parameters(name), about, path, given)
+    return openapi.kept_with_document(
+        ("browsable form", name, path, tuple(given.items())),
+        lambda: (names, _made_form(_form_parameters(name), about, path, given)),
+    )[1]
 
 
 def _form_parameters(name):

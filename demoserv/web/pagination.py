@@ -10,7 +10,7 @@ Django REST framework rebuilds it (``rest_framework.utils.urls``): read as
 ``urllib.parse.parse_qs`` reads it (blank values kept, UTF-8, ``+`` a space), sorted by
 name (a repeated name's values in their order) and written by ``urlencode`` with
 ``quote_plus`` (``id,title`` as ``id%2Ctitle``, a space as ``+``). The browsable HTML
-page's paginator shows the page numbers Django REST framework's shows (``page_links``),
+page's paginator shows the page numbers Django REST framework's shows (``paginator``),
 linked the same way.
 """
 
@@ -85,25 +85,39 @@ def request_url(address=None):
 
 def page_url(url, number):
     """``url`` at page ``number``: page 1 without ``page``."""
-    if number == 1:
-        return remove_query_param(url, "page")
-    return replace_query_param(url, "page", number)
+    return page_urls(url, [number])[0]
+
+
+def page_urls(url, numbers):
+    """``url`` at each of the pages ``numbers`` (``page_url``), its query read once."""
+    return with_values(url, "page", [None if number == 1 else number for number in numbers])
 
 
 def replace_query_param(url, key, value):
     """``url`` with ``key`` set to ``value`` alone, its query rebuilt (``_rebuilt``)."""
-    scheme, netloc, path, query, fragment = urlsplit(url)
-    values = _parsed(query)
-    values[key] = [str(value)]
-    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
+    return with_values(url, key, [value])[0]
 
 
 def remove_query_param(url, key):
     """``url`` without ``key``, its query rebuilt (``_rebuilt``)."""
+    return with_values(url, key, [None])[0]
+
+
+def with_values(url, key, values):
+    """``url`` with ``key`` set to each of ``values`` alone in turn (None: without
+    ``key``), its query read once and rebuilt each time as ``_rebuilt`` rebuilds it: the
+    other names' part of it, sorted, is written once on either side of ``key``."""
     scheme, netloc, path, query, fragment = urlsplit(url)
-    values = _parsed(query)
-    values.pop(key, None)
-    return urlunsplit((scheme, netloc, path, _rebuilt(values), fragment))
+    others = _parsed(query)
+    others.pop(key, None)
+    before = _rebuilt({name: value for name, value in others.items() if name < key})
+    after = _rebuilt({name: value for name, value in others.items() if name > key})
+    addresses = []
+    for value in values:
+        middle = "" if value is None else _rebuilt({key: [str(value)]})
+        query = "&".join(part for part in (before, middle, after) if part)
+        addresses.append(urlunsplit((scheme, netloc, path, query, fragment)))
+    return addresses
 
 
 def _parsed(query):
@@ -139,10 +153,20 @@ def page_numbers(current, final):
     return numbers
 
 
-def page_links(page, url):
-    """The paginator of ``page`` of the listing at ``url``: (number, its address, whether
-    it is this page) for each of ``page_numbers``, None for a break."""
-    return [
-        None if number is None else (number, page_url(url, number), number == page.number)
-        for number in page_numbers(page.number, page.last)
-    ]
+def paginator(page, url):
+    """The paginator of ``page`` of the listing at ``url``, its addresses made from one
+    reading of its query: ``page_links``, (number, its address, whether it is this
+    page) for each of ``page_numbers``, None for a break; ``previous`` and ``next``,
+    the neighbouring pages' addresses (None at either end)."""
+    number = page.number
+    numbers = page_numbers(number, page.last)
+    neighbours = [number - 1 if number > 1 else None, number + 1 if number < page.last else None]
+    wanted = [each for each in numbers + neighbours if each is not None]
+    addresses = dict(zip(wanted, page_urls(url, wanted)))
+    return {
+        "page_links": [
+            None if each is None else (each, addresses[each], each == number) for each in numbers
+        ],
+        "previous": addresses.get(neighbours[0]),
+        "next": addresses.get(neighbours[1]),
+    }
