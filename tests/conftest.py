@@ -72,6 +72,18 @@ def suite_app(database, kept_answers_class=AnsweredTwice, page_sizes=SMALL_PAGE_
     return app
 
 
+def module_client():
+    """A ``client`` fixture for a module whose tests only read: one app for the whole
+    module (made with ``suite_app``, as ``app`` is), where each test would make its own.
+    A module takes it as ``client = module_client()``."""
+
+    @pytest.fixture(scope="module")
+    def client(loaded_database):
+        return suite_app(loaded_database, SITE_URL=SITE_URL).test_client()
+
+    return client
+
+
 @pytest.fixture
 def make_app():
     def make(database, **options):

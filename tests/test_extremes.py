@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from demoserv.api import parameters
 from demoserv.resources import RESOURCES
 
-from .conftest import suite_app
+from .conftest import module_client
 from .openapi_check import SPEC
 
 EDGE_MOMENTS = ["0001-01-01T00:00:00", "9999-12-31T23:59:59", "9999-12-31T23:59:59.999999"]
@@ -126,10 +126,7 @@ def assert_answered(response, names):
         )
 
 
-@pytest.fixture(scope="module")
-def client(loaded_database):
-    """One client for the whole module: every request only reads."""
-    return suite_app(loaded_database).test_client()
+client = module_client()  # every request only reads
 
 
 def test_every_filter_is_swept():

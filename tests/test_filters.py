@@ -6,7 +6,9 @@ from urllib.parse import quote
 import pytest
 
 from . import oracle
-from .conftest import SMALL_PAGE_SIZES, walk
+from .conftest import SMALL_PAGE_SIZES, module_client, walk
+
+client = module_client()  # every test only reads
 
 
 def credited(production):

@@ -10,8 +10,10 @@ from demoserv.api import ordering
 from demoserv.resources import RESOURCES
 
 from . import oracle
-from .conftest import walk
+from .conftest import module_client, walk
 from .openapi_check import SPEC
+
+client = module_client()  # every test only reads
 
 CASES = [(resource, key) for resource, keys in oracle.KEYS.items() for key in keys]
 

@@ -14,7 +14,9 @@ from demoserv.listings import kept as listing_kept
 from demoserv.store import listing_arrays
 
 from . import oracle
-from .conftest import suite_app, walk
+from .conftest import module_client, suite_app, walk
+
+client = module_client()  # every test only reads
 
 SEARCHED = {
     "productions": "title",
