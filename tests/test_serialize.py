@@ -19,7 +19,7 @@ from demoserv.store.values import SERVICE_URL_FIELDS
 from demoserv.web import address_style
 from demoserv.web.db import get_database
 
-from .conftest import SITE_URL
+from .conftest import SITE_URL, suite_app
 
 
 def renamed(value, name):
@@ -76,17 +76,25 @@ def test_relations_only_built_records_show_are_not_in_the_served_file(
     assert not list(loaded_database.parent.glob("*.scratch"))
 
 
+@pytest.fixture(scope="module")
+def served_apps(loaded_database, database_with_every_table):
+    """The module's apps, made once (the requests only read): the served file's, one for
+    each name of the service URL field, and the full catalogue's (key None)."""
+    apps = {
+        name: suite_app(loaded_database, SITE_URL=SITE_URL, SERVICE_URL_FIELD=name)
+        for name in SERVICE_URL_FIELDS
+    }
+    return {**apps, None: suite_app(database_with_every_table, SITE_URL=SITE_URL)}
+
+
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
 @pytest.mark.parametrize("fmt", ["", "api", "json", ".json", ".api"])
 @pytest.mark.parametrize("field_name", SERVICE_URL_FIELDS)
-def test_served_records_are_the_schemas_records(
-    make_app, loaded_database, database_with_every_table, resource, fmt, field_name
-):
+def test_served_records_are_the_schemas_records(served_apps, resource, fmt, field_name):
     """A format suffix on the path (``.json``) ends every address in place of the
     trailing slash; ``format=`` is carried as a query."""
-    app = make_app(loaded_database, SERVICE_URL_FIELD=field_name)
-    client = app.test_client()
-    expected = schema_records(make_app(database_with_every_table), resource, fmt)
+    client = served_apps[field_name].test_client()
+    expected = schema_records(served_apps[None], resource, fmt)
     assert len(expected) >= 8
     end = fmt if fmt.startswith(".") else "/"
     query = f"format={fmt}&" if fmt and end == "/" else ""
