@@ -6,7 +6,6 @@ check refuse a file whose version differs (503 "load the catalogue again"), so a
 to a declaration never meets a file built without it. Nothing needs bumping by hand."""
 
 import dataclasses
-import functools
 import hashlib
 import json
 
@@ -21,11 +20,6 @@ LENGTH = 16  # hex digits kept: 64 bits tell builds apart
 
 def schema_version(resources):
     """The schema version of files built from the declarations ``resources``."""
-    return _schema_version(tuple(resources))
-
-
-@functools.cache  # declarations do not change in a process, and every app asks
-def _schema_version(resources):
     described = {
         "tables": [_table(table) for table in tables.metadata.sorted_tables],
         "indexes": sorted(
