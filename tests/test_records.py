@@ -3,7 +3,9 @@
 import pytest
 
 from . import oracle
-from .conftest import SITE_URL, walk
+from .conftest import SITE_URL, module_client, walk
+
+client = module_client()  # every test only reads
 
 API = "http://localhost/api/v1/"
 SECTION = {"production": "productions", "music": "music", "graphics": "graphics"}

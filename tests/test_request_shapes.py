@@ -11,6 +11,9 @@ import pytest
 from demoserv.loader.sources import load_catalogue
 
 from . import catalogue_factory
+from .conftest import module_client
+
+client = module_client()  # every test only reads
 
 API = "http://localhost/api/v1/"
 JSONP_TYPE = "application/javascript; charset=utf-8"
