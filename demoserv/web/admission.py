@@ -2,8 +2,9 @@
 may (``listings/guard.py``): a request for a listing that the guard would have to find
 (``Endpoint.new_listing``: a list's filtered or several-key listing, not kept) is
 answered the guard's 503 at once, with the bytes Flask gave the last such refusal of the
-same form: the request's key as kept answers read it (``kept_answers.request_key``) but
-for its address, which a refusal does not depend on.
+same form: the request's key, which kept answers found before it with the catalogue
+served (``kept_answers.LOOKED_UP``), but for its address, which a refusal does not
+depend on.
 
 Flask's steps cost about half a millisecond a request; this costs a tenth of that. Under
 a server of few threads (waitress's default 4), clients flooding never-seen listings
@@ -18,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 from ..api.error import APIError
 from ..byte_cache import ByteCache
 from ..listings import guard, kept
-from . import access_log, db, kept_answers
+from . import access_log, kept_answers
 from .error_handlers import ANSWERED_ERROR
 from .negotiation import PATH_FORMAT_ARG
 from .request_limits import MAX_PATH, MAX_QUERY
@@ -54,8 +55,11 @@ class Admission:
     def _new_listing_form(self, environ):
         """The form of the request (its key without its address) if it asks for a new
         listing and nothing else decides its answer first; None otherwise."""
-        key = kept_answers.request_key(environ)
-        if key is None or key[-2:] != (None, None):  # a body, large headers, or a 304 asked
+        looked_up = environ.get(kept_answers.LOOKED_UP)
+        if looked_up is None:  # a body, large headers, no catalogue: never kept, Flask's
+            return None
+        key, catalogue = looked_up
+        if key[-2:] != (None, None):  # a 304 asked
             return None
         path, query = key[ADDRESS]
         if len(path) > MAX_PATH or len(query) > MAX_QUERY:
@@ -71,10 +75,9 @@ class Admission:
         if any(name in args for name in ASKING):
             return None
         try:
-            catalogue = environ.get(kept_answers.CATALOGUE) or db.get_database(self.app).current()
             if not check(args, catalogue, self.app.extensions[kept.EXTENSION]):
                 return None
-        except APIError:  # a bad parameter, no catalogue: Flask's answer
+        except APIError:  # a bad parameter: Flask's answer
             return None
         return key[: ADDRESS.start] + key[ADDRESS.stop :]
 

@@ -23,7 +23,9 @@ from .request_limits import MAX_HEADERS
 
 # In the WSGI environ of an answer ``caching`` labelled: the catalogue it was built from.
 BUILT_FROM = "demoserv.built_from"
-CATALOGUE = "demoserv.catalogue"  # the catalogue a request found served, for admission
+# In the WSGI environ of a request looked for among the kept answers: its key and the
+# catalogue it found served, which admission reads rather than finding them again.
+LOOKED_UP = "demoserv.looked_up"
 ENTRY_OVERHEAD = 1024  # bytes an answer costs beside its strings: objects, table slots
 KEPT_STATUSES = ("200", "304")
 KEPT_METHODS = ("GET", "HEAD")
@@ -103,7 +105,7 @@ class KeptAnswers:
             catalogue = self.database.current()
         except CatalogueUnavailable:
             return self.app(environ, start_response)  # the app answers 503 if it must
-        environ[CATALOGUE] = catalogue
+        environ[LOOKED_UP] = (key, catalogue)
         answer = self.cache.find(key, catalogue.file_id)
         if answer is not None:
             start_response(answer.status, list(answer.headers))
