@@ -1,8 +1,10 @@
 """The one cache of the server: values bounded in bytes, kept for the served file they
 were built from. Each of its uses makes its own, with its budget: the answers kept
 whole (``answer_cache``, the ``ANSWER_CACHE_BYTES`` setting), the listings found
-(``listing_cache``, ``LISTING_CACHE_BYTES``), the OpenAPI document (``openapi``) and the
-status page's facts (``status``), each of these two a fixed budget of its module.
+(``listing_cache``, ``LISTING_CACHE_BYTES``), the OpenAPI document and the browsable
+page's forms (``openapi``), the status page's facts (``status``), the refusals kept by
+``web/admission.py`` and the browsable page's breadcrumbs (``web/browsable.py``), each
+of these a fixed budget of its module.
 
 A segmented LRU: a value enters on probation and is protected once asked for again (up
 to ``PROTECTED_SHARE`` of the budget; past it, the least recently used protected values

@@ -29,6 +29,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
+from ..byte_cache import ByteCache
 from . import pagination
 from .negotiation import (
     ALLOW,
@@ -46,7 +47,7 @@ ENVELOPE_START = b'{"count":'
 RESULTS = b',"results":['
 PIECE = 6 * 1024  # bytes of a listing's JSON made into the page at once (``_indented``)
 BREADCRUMBS = "demoserv.web.browsable.breadcrumbs"  # the app's extension: kept ones
-KEPT_BREADCRUMBS = 1024  # paths whose breadcrumbs an app keeps, at most
+BREADCRUMBS_BYTES = 64 * 1024  # a few hundred bytes a path, a few paths an app
 MENU_FORMATS = ("json", "api", "jsonp")  # the upstream's renderers' order
 # The headers shown, as DRF shows them: those of the JSON answer the page renders.
 SHOWN_HEADERS = (("Allow", ALLOW), ("Content-Type", JSON_TYPE), ("Vary", "Accept"))
@@ -222,13 +223,14 @@ def _breadcrumbs():
     app."""
     if request.url_rule is None or request.view_args:
         return _found_breadcrumbs()
-    kept = current_app.extensions.setdefault(BREADCRUMBS, {})
+    kept = current_app.extensions.get(BREADCRUMBS)
+    if kept is None:
+        kept = current_app.extensions.setdefault(BREADCRUMBS, ByteCache(BREADCRUMBS_BYTES))
     key = (request.root_path, request.path)
-    crumbs = kept.get(key)
+    crumbs = kept.find(key)
     if crumbs is None:
         crumbs = _found_breadcrumbs()
-        if len(kept) < KEPT_BREADCRUMBS:  # root paths come from trusted proxies only
-            kept[key] = crumbs
+        kept.keep(key, crumbs, sum(len(name) + len(path) for name, path in crumbs) + 256)
     return crumbs
 
 
