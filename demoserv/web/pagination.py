@@ -69,9 +69,7 @@ def envelope_json(page, results):
     """The page as the API answers it, as JSON: count, next, previous, and ``results``
     (a JSON array, already encoded)."""
     request.page = page
-    url = request_url()
-    next_url = page_url(url, page.number + 1) if page.number < page.last else None
-    previous_url = page_url(url, page.number - 1) if page.number > 1 else None
+    previous_url, next_url = neighbours(page, request_url())
     head = orjson.dumps({"count": page.count, "next": next_url, "previous": previous_url})
     return head[:-1] + b',"results":' + results + b"}"
 
@@ -83,13 +81,19 @@ def request_url(address=None):
     return (address or request.address) + (f"?{query}" if query else "")
 
 
-def page_url(url, number):
-    """``url`` at page ``number``: page 1 without ``page``."""
-    return page_urls(url, [number])[0]
+def neighbours(page, url, numbers=()):
+    """The addresses of the pages before and after ``page`` of the listing at ``url``
+    (None at either end), then those of the pages ``numbers``: its query read once."""
+    before = page.number - 1 if page.number > 1 else None
+    after = page.number + 1 if page.number < page.last else None
+    wanted = [number for number in (before, after, *numbers) if number is not None]
+    addresses = dict(zip(wanted, page_urls(url, wanted)))
+    return addresses.get(before), addresses.get(after), *(addresses[n] for n in numbers)
 
 
 def page_urls(url, numbers):
-    """``url`` at each of the pages ``numbers`` (``page_url``), its query read once."""
+    """``url`` at each of the pages ``numbers`` (page 1 without ``page``), its query read
+    once."""
     return with_values(url, "page", [None if number == 1 else number for number in numbers])
 
 
@@ -158,15 +162,14 @@ def paginator(page, url):
     reading of its query: ``page_links``, (number, its address, whether it is this
     page) for each of ``page_numbers``, None for a break; ``previous`` and ``next``,
     the neighbouring pages' addresses (None at either end)."""
-    number = page.number
-    numbers = page_numbers(number, page.last)
-    neighbours = [number - 1 if number > 1 else None, number + 1 if number < page.last else None]
-    wanted = [each for each in numbers + neighbours if each is not None]
-    addresses = dict(zip(wanted, page_urls(url, wanted)))
+    numbers = page_numbers(page.number, page.last)
+    shown = [each for each in numbers if each is not None]
+    previous, following, *addresses = neighbours(page, url, shown)
+    linked = dict(zip(shown, addresses))
     return {
         "page_links": [
-            None if each is None else (each, addresses[each], each == number) for each in numbers
+            None if each is None else (each, linked[each], each == page.number) for each in numbers
         ],
-        "previous": addresses.get(neighbours[0]),
-        "next": addresses.get(neighbours[1]),
+        "previous": previous,
+        "next": following,
     }
