@@ -11,11 +11,15 @@ import json
 
 from marshmallow import fields
 from sqlalchemy import Table
+from sqlalchemy.engine.default import StrCompileDialect
 
 from . import tables
 from .templates import MARKERS, TEMPLATE_KEYS
 
 LENGTH = 16  # hex digits kept: 64 bits tell builds apart
+# What str(type) compiles with, made once: str() makes a dialect for every column, and
+# each app computes the version on creation.
+_DIALECT = StrCompileDialect()
 
 
 def schema_version(resources):
@@ -37,7 +41,10 @@ def schema_version(resources):
 def _table(table):
     return [
         table.name,
-        [[column.name, str(column.type), column.primary_key] for column in table.columns],
+        [
+            [column.name, column.type.compile(dialect=_DIALECT), column.primary_key]
+            for column in table.columns
+        ],
     ]
 
 
