@@ -105,7 +105,8 @@ def _ordering(request):
 
 
 def test_import_counts(imported):
-    assert imported[1] == {
+    # A resource the export holds no rows of (one it has no table for) is left out.
+    assert {name: count for name, count in imported[1].items() if count} == {
         "platforms": 90,
         "production_types": 20,
         "releasers": 600,

@@ -1,8 +1,9 @@
-"""The registry of resources: one list of names, one serving declaration per name
-(``resources/<name>.py``, plain data). Every list of resources on the serving side (the
-API root, the blueprints, OPTIONS, the OpenAPI document) is derived from ``RESOURCES``,
-and the load side's registry (``catalogue/resources``) from ``NAMES``. Imports nothing
-of Flask: the build reads the declarations too."""
+"""The registry of resources: their names, in the API root's order and in the loader's,
+and one serving declaration per name (``resources/<name>.py``, plain data). Every list
+of resources on the serving side (the API root, the blueprints, OPTIONS, the OpenAPI
+document) is derived from ``RESOURCES``, and the load side's registry
+(``loader/resources``) from ``LOAD_ORDER``. Imports nothing of Flask: the build reads
+the declarations too."""
 
 import copy
 import importlib
@@ -16,6 +17,17 @@ NAMES = [
     "productions",
     "releasers",
     "production_types",
+]
+# The loader's order: what a record refers to is read before it, so that summaries can be
+# checked. (The catalogue's version digests the records in this order.)
+LOAD_ORDER = [
+    "platforms",
+    "production_types",
+    "releasers",
+    "party_series",
+    "parties",
+    "bbses",
+    "productions",
 ]
 RESOURCES = [importlib.import_module(f"{__name__}.{name}").resource for name in NAMES]
 BY_NAME = {resource.name: resource for resource in RESOURCES}
@@ -34,3 +46,4 @@ def with_page_sizes(sizes):
 
 
 assert list(BY_NAME) == NAMES, "each module declares the resource it is named after"
+assert sorted(LOAD_ORDER) == sorted(NAMES), "every resource has its place in the load order"
