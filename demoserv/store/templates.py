@@ -38,6 +38,10 @@ def _escaped(text):
 # zstd's level for records: past 3, a fifth smaller for twice the time (still well under
 # the time to build a record); expanding is as fast.
 LEVEL = 5
+# The dictionary trainer's segment and d-mer sizes, fixed: left to search, zstd tries
+# dozens of pairs, which costs 2 to 5 times as long and gave records no smaller (a full
+# catalogue's records 0.4% larger: bench/RESULTS.md).
+COVER = {"k": 1024, "d": 8}
 
 
 # Records are built with the address markers (MARKERS) and stored as templates of bytes
@@ -83,7 +87,7 @@ class RecordCodec:
         built), or made of their content where there are too few to train on."""
         samples = [to_template(sample) for sample in samples]
         try:
-            dictionary = zstandard.train_dictionary(size, samples).as_bytes()
+            dictionary = zstandard.train_dictionary(size, samples, **COVER).as_bytes()
         except zstandard.ZstdError:
             dictionary = b"".join(samples)[:size]
         return cls(dictionary)
