@@ -226,7 +226,7 @@ def test_the_example_client_stays_in_step_over_three_loads(loads, tmp_path, monk
         copy.unlink()
         requests.clear()
         assert example.follow(api_root, copy)["version"] == versions[0]
-        assert len(requests) == 1 + 7  # the manifest and each resource's file
+        assert len(requests) == 1 + len(BY_NAME)  # the manifest and each resource's file
         for number in (1, 2, 3):
             load_catalogue(folders[number], target, snapshot_at=at)
             kept = example.follow(api_root, copy)

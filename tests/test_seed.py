@@ -58,8 +58,9 @@ def seed_client(tmp_path_factory):
     return suite_app(database).test_client()
 
 
-def test_every_file_is_present(seed):
-    assert set(seed) == set(LOAD_ORDER)
+def test_every_file_is_of_a_resource(seed):
+    """A resource may have no file: the seed holds none of its records."""
+    assert set(seed) <= set(LOAD_ORDER)
 
 
 def test_spec_production_types(seed):
@@ -107,7 +108,7 @@ def test_consistency(seed):
 def test_seed_serves(seed, seed_client):
     for resource in oracle.KEYS:
         pages = walk(seed_client, f"/api/v1/{resource}/")
-        assert pages[0]["count"] == len(seed[resource])
+        assert pages[0]["count"] == len(seed.get(resource, []))
         if resource in PAGED:
             assert len(pages) >= 2, resource
     titles = {p["title"] for p in seed["productions"]}
