@@ -35,8 +35,8 @@ from ..api.error import APIError
 from ..resources import BY_NAME
 from ..store.reading import FileReplaced, read_only_engine
 
-# numpy and the listing arrays (columns.py) are imported by the process's own functions
-# (_Files, serve): the server's end, in every server process, needs neither.
+# numpy and the listing arrays (columns.py) are imported by the process's loop (serve),
+# before it says it is ready: the server's end, in every server process, needs neither.
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds demoserv/
 START_SECONDS = 60.0  # for the process's imports, on a machine busy with other work
@@ -198,9 +198,11 @@ atexit.register(FINDER.stop)
 
 class _Files:
     """The finder's open files, the latest ``FILES``: each file's connection (held open,
-    so that a replaced file is still read) and its resources' Columns."""
+    so that a replaced file is still read) and its resources' ``columns`` (the class
+    columns.Columns, which the process's loop imports)."""
 
-    def __init__(self):
+    def __init__(self, columns):
+        self._columns = columns
         self._open = collections.OrderedDict()  # file id -> (engine, connection, {name: Columns})
 
     def columns(self, path, file_id, resource):
@@ -221,9 +223,7 @@ class _Files:
             self._open.move_to_end(file_id)
         _, connection, columns = opened
         if resource.name not in columns:
-            from .columns import Columns  # the process's alone: see the imports
-
-            columns[resource.name] = Columns(connection, resource)
+            columns[resource.name] = self._columns(connection, resource)
         return columns[resource.name], connection
 
 
@@ -260,7 +260,9 @@ def serve(connection):
     server's end is closed."""
     import numpy as np  # the process's alone: see the imports
 
-    files = _Files()
+    from .columns import Columns
+
+    files = _Files(Columns)
     connection.send(READY)
     _idle()
     while True:
