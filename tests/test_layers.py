@@ -2,7 +2,8 @@
 package or of the layers below it (``LAYERS``, as the package docstrings say), the
 modules import one another without a circle, and, in a fresh interpreter, the loader's
 entry points import nothing of Flask or werkzeug and the serving modules none of the
-loader's building code."""
+loader's building code; and a server process and its finder, having served a listing,
+import only what serving needs."""
 
 import ast
 import json
