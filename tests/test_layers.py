@@ -2,7 +2,8 @@
 package or of the layers below it (``LAYERS``, as the package docstrings say), the
 modules import one another without a circle, and, in a fresh interpreter, the loader's
 entry points import nothing of Flask or werkzeug and the serving modules none of the
-loader's building code."""
+loader's building code; and a server process and its finder, having served a listing,
+import only what serving needs."""
 
 import ast
 import json
@@ -246,3 +247,74 @@ def test_the_server_and_the_launcher_import_neither_the_command_nor_the_app():
         ]
     )
     assert found == {"demoserv.server.serving": [], "demoserv.server.launcher": []}
+
+
+# What a server process and its finder must not import: the download's HTTP client (with
+# ssl's certificates and encodings), the loader's building code, and, in the server, numpy
+# (the finder's alone) and, in the finder, the web app. Each weighs on every process.
+DOWNLOAD = ["requests", "urllib3", "charset_normalizer", "idna", "certifi"]
+SERVER_LEAVES_OUT = [
+    *DOWNLOAD,
+    *BUILDING,
+    "numpy",
+    "demoserv.listings.columns",
+    "demoserv.store.listing_arrays",
+]
+FINDER_LEAVES_OUT = [*DOWNLOAD, "flask", "werkzeug", "demoserv.web", "demoserv.loader"]
+
+# The finder's loop on a thread of a forked child (a listing found, as in its own
+# process), then a server process's app on the file, asked for a never-seen listing.
+SERVING_PROCESSES = """
+import json, os, socket, sys, threading
+from multiprocessing.connection import Connection
+
+path, listing, leaves_out = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+def left(names):
+    return sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in names))
+
+child = os.fork()
+if child == 0:
+    from demoserv.api import ordering
+    from demoserv.listings import finder
+    from demoserv.resources import BY_NAME
+    from demoserv.store.reading import named_file
+
+    productions = BY_NAME["productions"]
+    released = next(item for item in productions.filters if item.parameter == "released_since")
+    conditions = (("released_since", released.normalise(["1994-02-03"])),)
+    ours, theirs = (Connection(end.detach()) for end in socket.socketpair())
+    threading.Thread(target=finder.serve, args=(theirs,), daemon=True).start()
+    assert ours.recv() == finder.READY
+    order = ordering.parse(productions, None).cache_key
+    ours.send((path, named_file(path), "productions", order, conditions))
+    assert ours.recv()[0] == "ids"
+    print(json.dumps(["finder", left(leaves_out["finder"])]), flush=True)
+    os._exit(0)
+assert os.waitpid(child, 0)[1] == 0
+
+from demoserv import serving_app
+
+app = serving_app(database=path)
+assert app.test_client().get(listing).status_code == 200
+print(json.dumps(["server", left(leaves_out["server"])]), flush=True)
+"""
+
+
+def test_a_server_process_and_its_finder_import_only_what_serving_needs(loaded_database):
+    """A server process (``serving_app`` on a loaded file, then a never-seen listing,
+    found by its finder) imports neither the download's client nor the building code
+    nor numpy; the finder's loop, having found a listing, none of the first two nor
+    Flask: each gunicorn worker and each finder carries only what serving needs."""
+    leaves_out = {"server": SERVER_LEAVES_OUT, "finder": FINDER_LEAVES_OUT}
+    listing = "/api/v1/productions/?released_since=1994-02-03"
+    result = subprocess.run(
+        [sys.executable, "-c", SERVING_PROCESSES, str(loaded_database), listing]
+        + [json.dumps(leaves_out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    found = dict(json.loads(line) for line in result.stdout.splitlines())
+    assert found == {"finder": [], "server": []}

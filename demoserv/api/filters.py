@@ -15,10 +15,8 @@ they are one listing.
 import re
 from dataclasses import dataclass
 
-import numpy as np
 from sqlalchemy import func, select
 
-from ..store.listing_arrays import search_arrays
 from ..store.values import (
     DATE_RANGE,
     FULL_DATE_PATTERN,
@@ -34,6 +32,9 @@ from ..store.values import (
 )
 from .error import APIError
 
+# numpy is imported only where a filter is evaluated (the finder process) or its arrays
+# built (the load): a server process parses filters, and numpy would add 12 MB to it.
+
 _ID = re.compile(ID_PATTERN)
 MAX_WHOLE_DIGITS = 9  # of AtMost's number: more than any position, and within int32
 # A time bound's forms: a date, or a date and a time (a T or a space between them) with
@@ -43,6 +44,7 @@ DATE_TIME_PATTERN = f"{FULL_DATE_PATTERN}([T ]{_CLOCK}(Z|[+-]{_CLOCK})?)?"
 _DATE_TIME = re.compile(DATE_TIME_PATTERN)
 # Bounds before and after every moment a record can hold (years 1 to 9999 in UTC).
 _EARLIEST, _LATEST = "0000-12-31T00:00:00.000000Z", "10000-01-01T00:00:00.000000Z"
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _invalid(parameter, expected):
@@ -86,16 +88,18 @@ class Filter:
 
 class ArrayFilter(Filter):
     """A filter evaluated on the array of its record table's ``column``, which the build
-    stores (store/listing_arrays.py) as ``encode`` makes it."""
+    stores (store/listing_arrays.py): ``encode``'s values as an array of ``dtype``
+    (numpy's name of the type)."""
 
     column = None
+    dtype = "int32"
 
     @property
     def stored_column(self):
         return self.column
 
     def encode(self, values):
-        """The array of the column's ``values`` (None where a record has none)."""
+        """The array's values of the column's ``values`` (None where a record has none)."""
         raise NotImplementedError
 
     def keep(self, values, value):
@@ -130,6 +134,8 @@ def _mask_of_found(columns, connection, statement):
     the tens of thousands of ids a broad filter finds, and splitting the text into
     strings nine times as much (22 against 2.4 ms for 200,000 ids, all of it holding the
     interpreter's lock)."""
+    import numpy as np
+
     text = connection.execute(statement).scalar()
     ids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
     return columns.mask_of_ids(ids)
@@ -174,7 +180,7 @@ class CountryCode(ArrayFilter):
         return values[-1].upper()
 
     def encode(self, values):
-        return np.array([_country(value) for value in values], dtype=np.int32)
+        return [_country(value) for value in values]
 
     def keep(self, values, value):
         return values == _country(value)
@@ -189,6 +195,7 @@ def _country(code):
 class Choice(ArrayFilter):
     column: str = ""
     choices: tuple = ()
+    dtype = "int8"
 
     @property
     def schema(self):
@@ -205,7 +212,7 @@ class Choice(ArrayFilter):
 
     def encode(self, values):
         codes = {choice: index for index, choice in enumerate(self.choices)}
-        return np.array([codes.get(value, -1) for value in values], dtype=np.int8)
+        return [codes.get(value, -1) for value in values]
 
     def keep(self, values, value):
         return values == self.choices.index(value)
@@ -216,6 +223,7 @@ class Flag(ArrayFilter):
     example = "true"
     column: str = ""
     schema = {"type": "string", "enum": ["true", "false", ""]}
+    dtype = "bool"
 
     def normalise(self, values):
         if values[-1] not in ("true", "false"):
@@ -223,7 +231,7 @@ class Flag(ArrayFilter):
         return values[-1] == "true"
 
     def encode(self, values):
-        return np.array([bool(value) for value in values], dtype=bool)
+        return [bool(value) for value in values]
 
     def keep(self, values, value):
         return values if value else ~values
@@ -234,12 +242,13 @@ class IdEquals(ArrayFilter):
     example = "1"
     column: str = ""
     schema = {"type": "string", "pattern": f"^({RECORD_ID_PATTERN})?$"}
+    dtype = "int64"
 
     def normalise(self, values):
         return _record_id(self.parameter, values[-1])
 
     def encode(self, values):
-        return np.array([value or 0 for value in values], dtype=np.int64)
+        return [value or 0 for value in values]
 
     def keep(self, values, value):
         return values == value
@@ -262,9 +271,10 @@ class AtMost(ArrayFilter):
     def encode(self, values):
         # No value matches no bound, nor does one past any bound (at most 9 digits): both
         # are int32's largest; one below int32's range matches every bound, as its least.
-        never = np.iinfo(np.int32).max
-        held = np.array([never if value is None else value for value in values], dtype=np.int64)
-        return np.clip(held, np.iinfo(np.int32).min, never).astype(np.int32)
+        return [
+            INT32_MAX if value is None else min(max(value, INT32_MIN), INT32_MAX)
+            for value in values
+        ]
 
     def keep(self, values, value):
         return values <= value
@@ -289,10 +299,7 @@ class DateBound(ArrayFilter):
         return date_key(values[-1])
 
     def encode(self, values):
-        return np.array(
-            [-1 if value is None else int(value.replace("-", "")) for value in values],
-            dtype=np.int32,
-        )
+        return [-1 if value is None else int(value.replace("-", "")) for value in values]
 
     def keep(self, values, value):
         bound = int(value.replace("-", ""))
@@ -313,6 +320,7 @@ class TimeBound(ArrayFilter):
     before: bool = True
     feature: str = ""
     schema = {"type": "string", "pattern": f"^({DATE_TIME_PATTERN})?$"}
+    dtype = "datetime64[us]"
 
     def normalise(self, values):
         value = values[-1]
@@ -328,12 +336,11 @@ class TimeBound(ArrayFilter):
             return _EARLIEST if value.startswith("0001") else _LATEST
 
     def encode(self, values):
-        return np.array(
-            ["NaT" if value is None else value.removesuffix("Z") for value in values],
-            dtype="datetime64[us]",
-        )
+        return ["NaT" if value is None else value.removesuffix("Z") for value in values]
 
     def keep(self, values, value):
+        import numpy as np
+
         bound = np.datetime64(value.removesuffix("Z"), "us")
         return values < bound if self.before else values >= bound  # NaT never matches
 
@@ -442,6 +449,8 @@ class Search(Filter):
         return columns.search(value)
 
     def stored_arrays(self, connection, resource):
+        from ..store.listing_arrays import search_arrays  # numpy: see the imports
+
         return search_arrays(connection.execute(resource.search_statement()))
 
 

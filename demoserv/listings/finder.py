@@ -8,10 +8,11 @@ processor from it at once.
 A request is the served file (its path and file id) and the listing's key (the
 resource's name, ``Ordering.cache_key`` and ``Conditions.key``, plain values rebuilt
 there with ``ordering.from_key`` and ``filters.from_key``); the answer is the listing's
-ids. ``start`` starts the process and ``wait`` waits for it (a server's start does both,
-so that its first listing does not wait for the process's imports); ``find`` starts it
-if need be, in every process anew (a worker forked from a parent that had one), and
-again when it stopped.
+ids, which the server receives as a ``memoryview`` of machine integers. ``start``
+starts the process and ``wait`` waits for it (a server's start does both, so that its
+first listing does not wait for the process's imports); ``find`` starts it if need be,
+in every process anew (a worker forked from a parent that had one), and again when it
+stopped.
 
 Run as ``python -m demoserv.listings.finder DESCRIPTOR``, its end of a socket pair."""
 
@@ -21,6 +22,7 @@ import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -28,13 +30,13 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import numpy as np
-
 from ..api import filters, ordering
 from ..api.error import APIError
 from ..resources import BY_NAME
 from ..store.reading import FileReplaced, read_only_engine
-from .columns import Columns
+
+# numpy and the listing arrays (columns.py) are imported by the process's loop (serve),
+# before it says it is ready: the server's end, in every server process, needs neither.
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds demoserv/
 START_SECONDS = 60.0  # for the process's imports, on a machine busy with other work
@@ -101,7 +103,8 @@ class Finder:
 
     def find(self, path, file_id, resource, order, conditions):
         """The ids of the listing of ``resource`` (its name) ``order``, ``conditions``
-        (their keys) in the file ``path`` while it names ``file_id``: a numpy array.
+        (their keys) in the file ``path`` while it names ``file_id``: a memoryview of
+        machine integers (len, slices, nbytes).
         Replaced if that file was replaced before the finder could open it; Failed if
         the process stopped or took too long, twice (each time a new one is started)."""
         request = (str(path), file_id, resource, order, conditions)
@@ -114,7 +117,8 @@ class Finder:
                         raise TimeoutError(f"no listing in {FIND_SECONDS:.0f} s")
                     answer = connection.recv()
                     if answer[0] == "ids":
-                        ids = np.empty(answer[2], dtype=np.dtype(answer[1]))
+                        kind, count = answer[1], answer[2]
+                        ids = memoryview(bytearray(struct.calcsize(kind) * count)).cast(kind)
                         _read_into(connection.fileno(), ids)
                         return ids
                 except (OSError, EOFError) as error:
@@ -194,9 +198,11 @@ atexit.register(FINDER.stop)
 
 class _Files:
     """The finder's open files, the latest ``FILES``: each file's connection (held open,
-    so that a replaced file is still read) and its resources' Columns."""
+    so that a replaced file is still read) and its resources' ``columns`` (the class
+    columns.Columns, which the process's loop imports)."""
 
-    def __init__(self):
+    def __init__(self, columns):
+        self._columns = columns
         self._open = collections.OrderedDict()  # file id -> (engine, connection, {name: Columns})
 
     def columns(self, path, file_id, resource):
@@ -217,7 +223,7 @@ class _Files:
             self._open.move_to_end(file_id)
         _, connection, columns = opened
         if resource.name not in columns:
-            columns[resource.name] = Columns(connection, resource)
+            columns[resource.name] = self._columns(connection, resource)
         return columns[resource.name], connection
 
 
@@ -252,7 +258,11 @@ def _idle():
 def serve(connection):
     """The finder's loop: a listing for each request on ``connection``, until the
     server's end is closed."""
-    files = _Files()
+    import numpy as np  # the process's alone: see the imports
+
+    from .columns import Columns
+
+    files = _Files(Columns)
     connection.send(READY)
     _idle()
     while True:
@@ -273,8 +283,8 @@ def serve(connection):
         except Exception:  # said to the server, which logs it as its request's error
             connection.send(("error", traceback.format_exc()))
         else:
-            ids = np.ascontiguousarray(ids)
-            connection.send(("ids", ids.dtype.str, len(ids)))
+            ids = memoryview(np.ascontiguousarray(ids))
+            connection.send(("ids", ids.format, len(ids)))
             _write(connection.fileno(), ids)
 
 

@@ -19,8 +19,9 @@ def init_app(app):
 
 
 def ids(path, served, resource, ordering, conditions):
-    """The ids of the listing, in order (a numpy array), from the file ``path`` whose id
-    is ``served``; one not kept is found through the app's listing guard."""
+    """The ids of the listing, in order (a memoryview of machine integers, as
+    ``Finder.find`` gives them), from the file ``path`` whose id is ``served``; one not
+    kept is found through the app's listing guard."""
     key = (resource.name, ordering.cache_key, conditions.key)
     cache = current_app.extensions[EXTENSION]
     found = cache.find(key, served)

@@ -21,9 +21,6 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-import requests
-import urllib3.exceptions
-
 from . import provenance
 from .reporting import DOWNLOAD, Retrying, StageAdvanced, StageFinished, StageStarted, silent
 
@@ -235,6 +232,8 @@ def fetch(url, file, *, known=None, settings=None, report=silent, sleep=time.sle
     shown = provenance.public_address(url)
     own_session = session is None
     if own_session:
+        import requests  # here, not at the top: see _Fetcher
+
         session = requests.Session()
     session.max_redirects = settings.max_redirects
     fetcher = _Fetcher(url, shown, file, known, settings, report, session)
@@ -274,6 +273,9 @@ def fetch(url, file, *, known=None, settings=None, report=silent, sleep=time.sle
 
 
 class _Fetcher:
+    # requests and urllib3 (ssl with them, about 16 MB) are imported where a download
+    # happens: a server imports this module for the FETCH_* settings' defaults alone.
+
     def __init__(self, url, shown, file, known, settings, report, session):
         self.url, self.shown = url, shown
         self.known = known or {}
@@ -302,6 +304,8 @@ class _Fetcher:
     def attempt(self):
         if self.body.size and not self.validator:
             self.restart()  # nothing to resume safely with
+        import requests
+
         timeout = (self.settings.connect_timeout, self.settings.read_timeout)
         try:
             response = self.session.get(
@@ -366,6 +370,9 @@ class _Fetcher:
         self.response_facts = {"etag": etag, "last_modified": modified}
 
     def stream(self, response):
+        import requests
+        import urllib3.exceptions
+
         self.report(StageStarted(DOWNLOAD, self.shown, self.total, self.body.size))
         try:
             while True:

@@ -44,7 +44,8 @@ def build_columns(connection, resource):
     for column in selected:
         name = column.name
         if name.startswith("filter:"):
-            encode = next(f for f in resource.filters if f"filter:{f.stored_column}" == name).encode
+            kind = next(f for f in resource.filters if f"filter:{f.stored_column}" == name)
+            encode = functools.partial(_encoded, kind)
         elif name == "id":
             encode = functools.partial(np.array, dtype=np.int64)
         else:
@@ -59,6 +60,11 @@ def build_columns(connection, resource):
             array[filled : filled + len(part)] = part
             filled += len(rows)
         yield name, array
+
+
+def _encoded(kind, values):
+    """The array of an array filter ``kind``'s ``values``, as the filter encodes them."""
+    return np.array(kind.encode(values), dtype=kind.dtype)
 
 
 def search_arrays(rows):

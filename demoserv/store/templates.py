@@ -39,8 +39,8 @@ def _escaped(text):
 # the time to build a record); expanding is as fast.
 LEVEL = 5
 # The dictionary trainer's segment and d-mer sizes, fixed: left to search, zstd tries
-# dozens of pairs, which costs 2 to 5 times as long and gave records no smaller (a full
-# catalogue's records 0.5% larger: bench/dictionaries.py, bench/RESULTS.md).
+# dozens of pairs, which costs 2 to 5 times as long and made a full catalogue's records
+# 0.5% larger in all (bench/dictionaries.py, bench/RESULTS.md).
 COVER = {"k": 1024, "d": 8}
 
 

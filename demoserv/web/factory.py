@@ -19,7 +19,6 @@ from ..listings.finder import FINDER
 from ..loader import progress
 from ..loader.install import InstallError
 from ..loader.reporting import CatalogueError
-from ..loader.sources import load_catalogue
 from ..resources import RESOURCES
 from ..store import facts
 from ..store.fingerprint import schema_version
@@ -192,6 +191,10 @@ def build_from_seed(app, catalogue=None, base_urls=()):
     if not os.path.isdir(seed):
         log.warning("no database at %s and no seed catalogue at %s", path, seed)
         return
+    # Imported only where a catalogue is loaded: the loading machinery (the export's reader,
+    # the download's requests, the build) would weigh on every server process otherwise.
+    from ..loader.sources import load_catalogue
+
     try:
         addresses = snapshot_addresses(app.config, base_urls)
         counts, _ = load_catalogue(seed, path, progress.LogLines(), addresses)
