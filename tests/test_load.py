@@ -143,13 +143,21 @@ BAD_PRODUCTIONS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def good_database(tmp_path_factory):
+    """A database file loaded from one good catalogue, once a module."""
+    folder = tmp_path_factory.mktemp("good")
+    write_lines(folder / "files", "productions", [PRODUCTION])
+    load_catalogue(folder / "files", folder / "served.sqlite3")
+    return folder / "served.sqlite3"
+
+
 @pytest.fixture
-def served(tmp_path):
-    """A served database holding one good catalogue, and a folder to break."""
-    good = tmp_path / "good"
-    write_lines(good, "productions", [PRODUCTION])
+def served(good_database, tmp_path):
+    """A served database holding one good catalogue (a copy of the module's: a load
+    over it must leave it as it is), and a folder to break."""
     database = tmp_path / "served.sqlite3"
-    load_catalogue(good, database)
+    shutil.copyfile(good_database, database)
     return database, tmp_path / "bad"
 
 
