@@ -1,5 +1,5 @@
 """``python -m demoserv``: the ``demoserv`` command."""
 
-from .cli.commands import main
+from .cli import main
 
 main()

@@ -10,6 +10,7 @@ import select
 import shlex
 import socket
 import subprocess
+import sys
 import types
 import urllib.request
 from pathlib import Path
@@ -51,6 +52,27 @@ def test_every_subcommand_has_help_for_users_and_the_database_option():
         assert "flask" not in text.lower(), name
         if name != "version":
             assert "--database PATH" in text, name
+
+
+def test_the_commands_import_numpy_with_one_blas_thread():
+    """The entry points (``demoserv``, ``demoserv-serve``, ``python -m demoserv``) set
+    OpenBLAS to one thread before the commands import numpy, unless it is set: its
+    threads, one a core, spin as it starts."""
+    report = (
+        "import atexit, os, sys; atexit.register(lambda: print("
+        "os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)); "
+        "sys.argv = ['demoserv', '--version']; from demoserv.cli import main; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    ran = subprocess.run([sys.executable, "-c", report], env=env, capture_output=True, text=True)
+    assert ran.stdout.split()[-2:] == ["1", "True"], ran
+    given = subprocess.run(
+        [sys.executable, "-c", report],
+        env={**env, "OPENBLAS_NUM_THREADS": "3"},
+        capture_output=True,
+        text=True,
+    )
+    assert given.stdout.split()[-2:] == ["3", "True"], given
 
 
 def test_no_subcommand_shows_the_help():
