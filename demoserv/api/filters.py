@@ -99,7 +99,8 @@ class ArrayFilter(Filter):
         return self.column
 
     def encode(self, values):
-        """The array's values of the column's ``values`` (None where a record has none)."""
+        """The values stored for the column's ``values`` (None where a record has none),
+        one a record, each as an element of ``dtype`` holds it."""
         raise NotImplementedError
 
     def keep(self, values, value):
