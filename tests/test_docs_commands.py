@@ -82,6 +82,7 @@ import pytest
 import yaml
 
 from demoserv.loader import snapshot
+from demoserv.loader.resources import LOADING
 from demoserv.loader.sources import load_catalogue
 from demoserv.server import launcher
 from demoserv.settings import DEFAULTS
@@ -244,10 +245,15 @@ esac
 
 
 def small_catalogue(folder, seed=3):
+    """A small catalogue of the resources the upstream's export has: the docs load the
+    export after it, and a load refuses to empty a resource."""
     catalogue = catalogue_factory.build(
         seed=seed, productions=5, parties=3, party_series=2, bbses=2, releasers=6, platforms=4
     )
-    return catalogue_factory.write(catalogue, folder)
+    upstream = {name for name, loading in LOADING.items() if loading.upstream is not None}
+    return catalogue_factory.write(
+        {name: records for name, records in catalogue.items() if name in upstream}, folder
+    )
 
 
 def small_export(path, private):

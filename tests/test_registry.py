@@ -101,16 +101,17 @@ def test_every_nested_list_is_shown_and_told_apart_from_those_sharing_its_table(
                 )
 
 
-def test_every_resource_is_imported_from_the_upstream_export(tmp_path):
-    """The upstream's sample export holds records of every resource: a resource left
-    out of the import has none."""
+def test_every_resource_the_upstream_has_is_imported_from_its_export(tmp_path):
+    """The upstream's sample export holds records of every resource whose load module
+    declares its part of the import (``upstream``), and of no other."""
     from demoserv.loader.sources import load_catalogue
 
     from .test_upstream import SAMPLE
 
     counts, _ = load_catalogue(SAMPLE, tmp_path / "imported.sqlite3")
     for resource in RESOURCES:
-        assert counts.get(resource.name), resource.name
+        has_part = LOADING[resource.name].upstream is not None
+        assert bool(counts.get(resource.name)) == has_part, resource.name
 
 
 def test_every_list_a_record_gives_is_served(client, catalogue):
@@ -187,8 +188,10 @@ def test_every_relation_names_registered_resources_and_their_fields():
     assert derived["productions"] == {"release_parties", "invitation_parties"}
 
 
-def test_every_resource_declares_its_part_of_the_upstream_import():
-    """Each resource's load module fills its own table from the export."""
+def test_every_part_of_the_upstream_import_fills_its_own_resource():
+    """A load module's part of the upstream import fills its own table from the export.
+    (A resource the upstream has and whose part is missing differs from the upstream's
+    answers: tests/test_upstream.py.)"""
     for loading in LOADING.values():
-        assert loading.upstream is not None, loading.name
-        assert loading.table in [fill.table for fill in loading.upstream.fills], loading.name
+        if loading.upstream is not None:
+            assert loading.table in [fill.table for fill in loading.upstream.fills], loading.name
