@@ -207,3 +207,18 @@ def test_stored_templates_keep_text_that_looks_like_their_keys():
             "nested": [{"demozoo_url": "https://site/parties/1/", "name": text}],
         }
     ]
+
+
+def test_a_dictionary_is_its_samples_where_they_fit_in_it_else_trained():
+    """Records that fit in the dictionary are it, whole (each then compresses to a few
+    bytes, and nothing is trained); more are trained into a dictionary of its size."""
+    from demoserv.store.templates import RecordCodec
+
+    few = [orjson.dumps({"id": i, "name": f"Party {i}"}) for i in range(20)]
+    codec = RecordCodec.trained(few, 1024)
+    assert codec.dictionary == b"".join(few)
+    assert all(codec.marked(codec.compress(doc)) == doc for doc in few)
+    many = [orjson.dumps({"id": i, "name": f"Party {i}", "n": i * i}) for i in range(2000)]
+    codec = RecordCodec.trained(many, 1024)
+    assert len(codec.dictionary) == 1024 and codec.dictionary not in b"".join(many)
+    assert all(codec.marked(codec.compress(doc)) == doc for doc in many[::97])

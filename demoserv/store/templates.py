@@ -84,12 +84,15 @@ class RecordCodec:
     @classmethod
     def trained(cls, samples, size):
         """A codec whose dictionary is trained on the records ``samples`` (bytes, as
-        built), or made of their content where there are too few to train on."""
+        built), or made of their content where they fit in it or are too few to train on."""
         samples = [to_template(sample) for sample in samples]
+        content = b"".join(samples)
+        if len(content) <= size:  # every sample whole in the dictionary: none trains better
+            return cls(content)
         try:
             dictionary = zstandard.train_dictionary(size, samples, **COVER).as_bytes()
         except zstandard.ZstdError:
-            dictionary = b"".join(samples)[:size]
+            dictionary = content[:size]
         return cls(dictionary)
 
     def _contexts(self):
