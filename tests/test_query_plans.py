@@ -2,9 +2,11 @@
 
 Checked with EXPLAIN QUERY PLAN on every statement that walking every listing runs: in
 every order, under every filter of every resource, with detail fields on a list, and
-the detail records of every resource. An order on several keys, or a filter, finds its
-ids on its first request from the listing columns stored at load (one row read);
-the statements of a releaser's productions (not paged) may sort what they found.
+the detail records of every resource; and every statement the finder process runs to
+find a filter's ids. An order on several keys, or a filter, finds its ids on its first
+request from the listing columns stored at load (one row read) and, for a filter that
+asks SQLite, an index; the statements of a releaser's productions (not paged) may sort
+what they found.
 """
 
 from urllib.parse import urlencode
@@ -90,6 +92,41 @@ def test_no_listing_query_scans_a_table(app, client):
                 assert not any(
                     d.startswith("SCAN") or ("TEMP B-TREE" in d and not sorts) for d in details
                 ), (statement, details)
+
+
+def test_no_filter_finds_its_ids_by_a_scan(app):
+    """A filter's ids are found in the finder process, whose statements the test above
+    does not see: here each filter of every resource, alone and in two orders, is found
+    as the finder finds it (``Columns.find`` on the served file), and every statement
+    it runs is explained."""
+    from demoserv.api import filters, ordering
+    from demoserv.listings.columns import Columns
+
+    engine = get_database().current().engine
+    stop = catch_statements(engine)
+    try:
+        with engine.connect() as connection:
+            for resource in RESOURCES:
+                columns = Columns(connection, resource)
+                keys = oracle.KEYS[resource.name]
+                orders = [None, f"-{keys[0]},{keys[-1]}"]
+                for kind in resource.filters:
+                    value = kind.normalise([kind.example])
+                    conditions = filters.from_key(resource, ((kind.parameter, value),))
+                    for order in orders:
+                        columns.find(ordering.parse(resource, order), conditions, connection)
+    finally:
+        statements = stop()
+    explained = 0
+    with engine.connect() as connection:
+        for statement, parameters in statements:
+            if "listing_columns" in statement:
+                continue  # the arrays, read once each by their primary key
+            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            details = [row[-1] for row in plan.all()]
+            assert not any(d.startswith("SCAN") for d in details), (statement, details)
+            explained += 1
+    assert explained >= 10, explained
 
 
 def test_pages_in_a_covered_order_read_only_the_rank_index(app, client):
