@@ -101,19 +101,6 @@ def test_every_nested_list_is_shown_and_told_apart_from_those_sharing_its_table(
                 )
 
 
-def test_every_resource_the_upstream_has_is_imported_from_its_export(tmp_path):
-    """The upstream's sample export holds records of every resource whose load module
-    declares its part of the import (``upstream``), and of no other."""
-    from demoserv.loader.sources import load_catalogue
-
-    from .test_upstream import SAMPLE
-
-    counts, _ = load_catalogue(SAMPLE, tmp_path / "imported.sqlite3")
-    for resource in RESOURCES:
-        has_part = LOADING[resource.name].upstream is not None
-        assert bool(counts.get(resource.name)) == has_part, resource.name
-
-
 def test_every_list_a_record_gives_is_served(client, catalogue):
     """Each list field of each resource's catalogue records, given non-empty, is served
     non-empty in the record's detail: a list that the loader leaves out (not declared

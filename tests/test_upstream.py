@@ -17,6 +17,7 @@ import pytest
 from demoserv.loader.export import export_catalogue
 from demoserv.loader.pgdump import LINE_LIMIT
 from demoserv.loader.reporting import CatalogueError
+from demoserv.loader.resources import LOADING
 from demoserv.loader.sources import load_catalogue
 from demoserv.store.values import MAX_TEXT, sortable_title
 from demoserv.web.db import read_only_engine
@@ -102,6 +103,13 @@ def _ordering(request):
             return part.removeprefix("ordering=")
     resource = request.split("/")[3]
     return "sortable_title" if resource == "productions" else "name"
+
+
+def test_every_resource_the_upstream_has_is_imported_from_its_export(imported):
+    """The upstream's sample export holds records of every resource whose load module
+    declares its part of the import (``upstream``), and of no other."""
+    for name, loading in LOADING.items():
+        assert bool(imported[1].get(name)) == (loading.upstream is not None), name
 
 
 def test_import_counts(imported):
@@ -350,7 +358,7 @@ def _line_of(text, fragment):
     ],
 )
 def test_bad_rows_name_table_line_and_column(
-    tmp_path, sample_text, table, row_start, new_row, message
+    tmp_path, sample_text, imported, table, row_start, new_row, message
 ):
     if new_row is None:
         start = sample_text.index(f"COPY public.{table} ")
@@ -363,7 +371,7 @@ def test_bad_rows_name_table_line_and_column(
     text = _replace_row(sample_text, table, row_start, new_row)
     line = _line_of(text, "\n" + new_row + "\n") + 1
     served = tmp_path / "served.sqlite3"
-    load_catalogue(SAMPLE, served)
+    shutil.copyfile(imported[0], served)
     before = served.read_bytes()
     with pytest.raises(CatalogueError) as error:
         load_catalogue(_dump(tmp_path, text), served)
@@ -571,12 +579,13 @@ def _with_a_long_line(path, text, at, length):
     return path
 
 
-def test_a_line_past_the_limit_is_read_past_or_refused_in_one_line(tmp_path, sample_text):
+def test_a_line_past_the_limit_is_read_past_or_refused_in_one_line(tmp_path, sample_text, imported):
     """A first line longer than the line limit loads (it is read past a chunk at a
     time); a row of a wanted table that long is refused naming table and line, and the
     served file stays as it was."""
     served = tmp_path / "served.sqlite3"
-    counts, _ = load_catalogue(SAMPLE, served)
+    shutil.copyfile(imported[0], served)
+    counts = imported[1]
     long_first = _with_a_long_line(tmp_path / "first.sql.gz", sample_text, 0, LINE_LIMIT + 5)
     assert load_catalogue(long_first, served)[0] == counts
     before = served.read_bytes()
