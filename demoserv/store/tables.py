@@ -63,6 +63,22 @@ def _details(resource):
     return Table(f"{resource}_details", metadata, _id(), _doc())
 
 
+def _named(name, *columns):
+    """A record table of a named resource, ordered by ``id`` and ``name``: its id, name,
+    own ``columns``, name key, ranks and list record."""
+    return Table(
+        name,
+        metadata,
+        _id(),
+        Column("name", Text, nullable=False),
+        *columns,
+        Column("name_key", Text, nullable=False),
+        _rank("id"),
+        _rank("name"),
+        _doc(),
+    )
+
+
 catalogue_info = Table(
     "catalogue_info",
     metadata,
@@ -191,42 +207,19 @@ feed_spans = Table(
     sqlite_with_rowid=False,
 )
 
-platforms = Table(
-    "platforms",
-    metadata,
-    _id(),
-    Column("name", Text, nullable=False),
-    Column("name_key", Text, nullable=False),
-    _rank("id"),
-    _rank("name"),
-    _doc(),
-)
+platforms = _named("platforms")
 
-production_types = Table(
+production_types = _named(
     "production_types",
-    metadata,
-    _id(),
-    Column("name", Text, nullable=False),
     Column("supertype", Text, nullable=False),
-    Column("name_key", Text, nullable=False),
-    _rank("id"),
-    _rank("name"),
-    _doc(),
 )
 
-releasers = Table(
+releasers = _named(
     "releasers",
-    metadata,
-    _id(),
-    Column("name", Text, nullable=False),
     Column("is_group", Boolean, nullable=False),
     Column("country_code", Text),
     Column("created_at", Text),
     Column("updated_at", Text),
-    Column("name_key", Text, nullable=False),
-    _rank("id"),
-    _rank("name"),
-    _doc(),
 )
 releasers_details = _details("releasers")
 releaser_nicks = _owned(
@@ -254,16 +247,9 @@ releaser_links = _owned(
     Column("url", Text, nullable=False),
 )
 
-party_series = Table(
+party_series = _named(
     "party_series",
-    metadata,
-    _id(),
-    Column("name", Text, nullable=False),
     Column("website", Text, nullable=False),
-    Column("name_key", Text, nullable=False),
-    _rank("id"),
-    _rank("name"),
-    _doc(),
 )
 party_series_details = _details("party_series")
 
@@ -337,20 +323,13 @@ placings = Table(
     sqlite_with_rowid=False,
 )
 
-bbses = Table(
+bbses = _named(
     "bbses",
-    metadata,
-    _id(),
-    Column("name", Text, nullable=False),
     Column("location", Text, nullable=False),
     Column("country_code", Text, nullable=False),
     Column("latitude", Float),
     Column("longitude", Float),
     Column("tags", JSON, nullable=False),
-    Column("name_key", Text, nullable=False),
-    _rank("id"),
-    _rank("name"),
-    _doc(),
 )
 bbses_details = _details("bbses")
 bbs_tags = _tagged("bbs_tags", "bbs_id")
@@ -526,16 +505,12 @@ for _table in RECORD_TABLES.values():
             _covered = _column.name in COVERED_RANKS.get(_table.name, ())
             _more = (_table.c.doc,) if _covered else ()
             INDEXES.append(Index(f"{_table.name}_by_{_column.name}", _column, *_more, unique=True))
-# Raw sort keys, for lookups by value. (Productions' are not indexed: their filters and
-# orderings on several keys read in-memory arrays, listings/columns.py.)
-for _table, _names in [
-    (platforms, ["name_key"]),
-    (production_types, ["name_key"]),
-    (releasers, ["name_key"]),
-    (party_series, ["name_key"]),
-    (parties, ["name_key", "start_date_key", "end_date_key", "country_code"]),
-    (bbses, ["name_key"]),
-]:
+# Raw sort keys, for lookups by value: every name key (the name filter's), and these.
+# (Productions' are not indexed: their filters and orderings on several keys read
+# in-memory arrays, listings/columns.py.)
+RAW_KEYS = {"parties": ("start_date_key", "end_date_key", "country_code")}
+for _table in RECORD_TABLES.values():
+    _names = ("name_key",) * ("name_key" in _table.c) + RAW_KEYS.get(_table.name, ())
     for _name in _names:
         INDEXES.append(Index(f"{_table.name}_by_{_name}", _table.c[_name], _table.c.id))
 
