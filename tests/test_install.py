@@ -434,7 +434,7 @@ def mount_tmpfs(folder, size):
 @pytest.fixture
 def small_disk(tmp_path):
     folder = tmp_path / "small"
-    mount_tmpfs(folder, "4m")
+    mount_tmpfs(folder, "2m")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
 
@@ -448,7 +448,7 @@ def test_a_full_disk_is_one_line_and_the_served_file_stays(small_disk, tmp_path,
     assert runner.invoke(args=["load", str(source)]).exit_code == 0
     before = database.read_bytes()
     big = catalogue_factory.write(
-        catalogue_factory.build(seed=5, productions=6000), tmp_path / "big"
+        catalogue_factory.build(seed=5, productions=2500), tmp_path / "big"
     )
     result = runner.invoke(args=["load", str(big)])
     assert result.exit_code == 1
@@ -460,8 +460,8 @@ def test_a_full_disk_is_one_line_and_the_served_file_stays(small_disk, tmp_path,
 
 def test_clearly_too_little_space_is_refused_before_the_build(small_disk, tmp_path):
     database = small_disk / "served.sqlite3"
-    # A served file of 3.5 MB on a 4 MB disk: less than half of it is free.
-    database.write_bytes(b"\0" * 3_500_000)
+    # A served file of 1.75 MB on a 2 MB disk: less than half of it is free.
+    database.write_bytes(b"\0" * 1_750_000)
     with pytest.raises(InstallError) as error:
         with building(database):
             pytest.fail("the build started")
