@@ -5,6 +5,9 @@ from urllib.parse import quote
 
 import pytest
 
+from demoserv.api import filters
+from demoserv.resources import RESOURCES
+
 from . import oracle
 from .conftest import SMALL_PAGE_SIZES, module_client, walk
 
@@ -120,7 +123,8 @@ def test_party_filters(client, catalogue):
 
 
 @pytest.mark.parametrize(
-    "resource", ["party_series", "platforms", "bbses", "releasers", "production_types"]
+    "resource",
+    [r.name for r in RESOURCES if any(isinstance(f, filters.NameEquals) for f in r.filters)],
 )
 def test_name_filter(client, catalogue, resource):
     records = oracle.all_records(catalogue, resource)

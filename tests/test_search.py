@@ -11,6 +11,7 @@ import pytest
 
 from demoserv.listings import columns as listing_columns
 from demoserv.listings import kept as listing_kept
+from demoserv.resources import RESOURCES
 from demoserv.store import listing_arrays
 
 from . import oracle
@@ -18,13 +19,12 @@ from .conftest import module_client, suite_app, walk
 
 client = module_client()  # every test only reads
 
+# Every resource with a search filter, and the field of its records it looks in (and a
+# releaser's nicks).
 SEARCHED = {
-    "productions": "title",
-    "releasers": "name",
-    "parties": "name",
-    "party_series": "name",
-    "bbses": "name",
-    "platforms": "name",
+    r.name: "title" if r.name == "productions" else "name"
+    for r in RESOURCES
+    if any(f.parameter == "search" for f in r.filters)
 }
 
 
