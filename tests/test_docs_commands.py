@@ -82,7 +82,7 @@ import pytest
 import yaml
 
 from demoserv.loader import snapshot
-from demoserv.loader.resources import LOADING
+from demoserv.loader.resources import FROM_UPSTREAM
 from demoserv.loader.sources import load_catalogue
 from demoserv.server import launcher
 from demoserv.settings import DEFAULTS
@@ -250,9 +250,8 @@ def small_catalogue(folder, seed=3):
     catalogue = catalogue_factory.build(
         seed=seed, productions=5, parties=3, party_series=2, bbses=2, releasers=6, platforms=4
     )
-    upstream = {name for name, loading in LOADING.items() if loading.upstream is not None}
     return catalogue_factory.write(
-        {name: records for name, records in catalogue.items() if name in upstream}, folder
+        {name: records for name, records in catalogue.items() if name in FROM_UPSTREAM}, folder
     )
 
 

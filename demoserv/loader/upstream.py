@@ -19,7 +19,7 @@ from .build import SCRATCH_TABLES
 from .link_classes import ARCHIVED, external_links_key, link_url
 from .pgdump import DumpError, read_tables
 from .reporting import step
-from .resources import LOAD_ORDER, LOADING, storage
+from .resources import FROM_UPSTREAM, LOADING, storage
 
 # The export's tables that every resource's tags read (UPSTREAM.md).
 WANTED = {
@@ -42,7 +42,7 @@ REQUIRED = {}
 CHOICES = {}
 # Every resource's part of the import (Resource.upstream), in load order, then that of
 # the /api/adhoc/ answers; each adds the columns it reads to the tables staged.
-DECLARED = [LOADING[name].upstream for name in LOAD_ORDER if LOADING[name].upstream is not None]
+DECLARED = [LOADING[name].upstream for name in FROM_UPSTREAM]
 DECLARED.append(adhoc_facts.UPSTREAM)
 for _declared in DECLARED:
     for _table, _columns in _declared.tables.items():

@@ -7,5 +7,8 @@ import importlib
 from ...resources import LOAD_ORDER
 
 LOADING = {name: importlib.import_module(f"{__name__}.{name}").loading for name in LOAD_ORDER}
+# The resources the upstream's export has: those whose load module has its part of the
+# import (``upstream``), in load order.
+FROM_UPSTREAM = [name for name in LOAD_ORDER if LOADING[name].upstream is not None]
 # The relations shown from both sides, each declared once, by the resource that stores it.
 RELATIONS = [relation for name in LOAD_ORDER for relation in LOADING[name].relations]
