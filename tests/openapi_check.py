@@ -31,6 +31,7 @@ def _validators_of(field_name, endpoints):
     key = (field_name, id(endpoints))
     if key not in _validators:
         document = renamed(build(endpoints), "service_url", field_name)
+        # The table is kept with its validators, so that its id is not another's later.
         _validators[key] = (endpoints, jsonschema_rs.validator_map_for(document))
     return _validators[key][1]
 

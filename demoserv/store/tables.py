@@ -510,7 +510,9 @@ for _table in RECORD_TABLES.values():
 # in-memory arrays, listings/columns.py.)
 RAW_KEYS = {"parties": ("start_date_key", "end_date_key", "country_code")}
 for _table in RECORD_TABLES.values():
-    _names = ("name_key",) * ("name_key" in _table.c) + RAW_KEYS.get(_table.name, ())
+    _names = list(RAW_KEYS.get(_table.name, ()))
+    if "name_key" in _table.c:
+        _names.insert(0, "name_key")
     for _name in _names:
         INDEXES.append(Index(f"{_table.name}_by_{_name}", _table.c[_name], _table.c.id))
 
